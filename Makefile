@@ -1,0 +1,71 @@
+# Attention Lab. `make lab` opens the chapter; `make test` runs every test, notebooks included.
+# Both create .venv and install the pinned versions from constraints.txt on first use.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PIP    := $(BIN)/python -m pip
+PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
+             --ignore-glob='*/.ipynb_checkpoints/*'
+
+.PHONY: help lab test unit nbval lint format demo bench explore exercises badges notebooks clean
+
+help:
+	@echo "make lab        set up .venv and open the chapter in JupyterLab"
+	@echo "make test       set up .venv and run ruff, the unit tests and nbval over every notebook"
+	@echo "make demo       train the copy task from the command line (python -m attention_lab demo)"
+	@echo "make bench      measure speed and memory of every implementation; writes bench-results/"
+	@echo "make explore    serve the interactive explorer as an app with Voila"
+	@echo "make exercises  regenerate the learner exercises notebook from the solutions"
+	@echo "make badges     rewrite Colab badges and install lines from pyproject's Repository URL"
+	@echo "make notebooks  re-run every notebook top to bottom and save its outputs"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(PIP) install --quiet -c constraints.txt -e ".[lab,test]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/01_weighted_average.ipynb
+
+test: $(STAMP)
+	$(BIN)/python -m ruff check src tests tools notebooks
+	$(BIN)/python -m pytest tests notebooks $(PYTEST_NB)
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+nbval: $(STAMP)
+	$(BIN)/python -m pytest notebooks $(PYTEST_NB)
+
+lint: $(STAMP)
+	$(BIN)/python -m ruff check src tests tools notebooks
+
+format: $(STAMP)
+	$(BIN)/python -m ruff format src tests tools
+	$(BIN)/python -m ruff check --fix src tests tools notebooks
+
+demo: $(STAMP)
+	$(BIN)/python -m attention_lab demo
+
+bench: $(STAMP)
+	$(BIN)/python -m attention_lab bench
+
+explore: $(STAMP)
+	$(BIN)/voila notebooks/explorer.ipynb --Voila.ip=127.0.0.1
+
+exercises: $(STAMP)
+	$(BIN)/python tools/make_exercises.py
+
+badges: $(STAMP)
+	$(BIN)/python tools/badges.py
+
+notebooks: $(STAMP)
+	$(BIN)/python tools/run_notebooks.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis src/*.egg-info

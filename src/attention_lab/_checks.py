@@ -1,0 +1,89 @@
+"""Input checks shared by every module: a clear message that names the value and the fix.
+
+Used by all the attention modules (notebooks 02-07), so a learner who passes the wrong
+shape or dtype is told what went wrong in words, not by a matmul error deep inside PyTorch.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def check_heads(d_model: int, n_heads: int) -> int:
+    """Return d_head = d_model // n_heads, or raise a ValueError that says how to fix it."""
+    if not isinstance(n_heads, int) or n_heads < 1:
+        raise ValueError(f"n_heads={n_heads!r} must be a whole number >= 1; try n_heads=4")
+    if not isinstance(d_model, int) or d_model < 1:
+        raise ValueError(f"d_model={d_model!r} must be a whole number >= 1; try d_model=32")
+    if d_model % n_heads != 0:
+        lower = (d_model // n_heads) * n_heads
+        hint = f"{lower} or {lower + n_heads}" if lower else f"{n_heads}"
+        raise ValueError(
+            f"d_model={d_model} is not divisible by n_heads={n_heads}; pick d_model as a multiple "
+            f"of n_heads (for example d_model={hint})"
+        )
+    return d_model // n_heads
+
+
+def check_positive(name: str, value: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name}={value!r} must be a whole number >= 1")
+    return value
+
+
+def check_dropout(p: float) -> float:
+    if not isinstance(p, (int, float)) or not 0.0 <= float(p) < 1.0:
+        raise ValueError(
+            f"dropout={p!r} must be in [0, 1): it is the probability of dropping an attention "
+            "weight; use 0.0 to switch dropout off"
+        )
+    return float(p)
+
+
+def check_float_tensor(x: torch.Tensor, name: str = "x") -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not torch.is_floating_point(x):
+        raise TypeError(
+            f"{name} has dtype {x.dtype}, but attention needs floating-point vectors; "
+            "token ids go through an nn.Embedding first (or call .float() on real-valued data)"
+        )
+
+
+def check_input(x: torch.Tensor, d_in: int, context_length: int | None = None) -> tuple[int, int]:
+    """Check that x is a float (B, T, d_in) tensor that fits the context; return (B, T)."""
+    check_float_tensor(x)
+    if x.dim() != 3:
+        fix = " add a batch dimension with x.unsqueeze(0)" if x.dim() == 2 else ""
+        raise ValueError(
+            f"x has shape {tuple(x.shape)} (rank {x.dim()}), but attention modules take "
+            f"(B, T, D) = (batch, time, features);{fix or ' reshape it to rank 3'}"
+        )
+    B, T, D = x.shape
+    if D != d_in:
+        raise ValueError(
+            f"x has {D} features in its last dimension, but this module was built for {d_in}; "
+            f"project the input to {d_in} features or build the module with that size"
+        )
+    if context_length is not None and T > context_length:
+        raise ValueError(
+            f"x has T={T} positions, more than context_length={context_length}; build the module "
+            f"with context_length>={T} or feed a shorter sequence"
+        )
+    return B, T
+
+
+def check_mask(mask: torch.Tensor, t_q: int, t_k: int) -> None:
+    """A mask is bool, True = blocked, and broadcastable to (..., t_q, t_k)."""
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a torch.Tensor of dtype bool, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"mask has dtype {mask.dtype}; it must be torch.bool with True = blocked "
+            "(build one with attention_lab.causal_mask, or convert with mask.bool())"
+        )
+    if mask.dim() < 2 or mask.shape[-2] not in (1, t_q) or mask.shape[-1] not in (1, t_k):
+        raise ValueError(
+            f"mask has shape {tuple(mask.shape)}, but the scores are (..., {t_q}, {t_k}); "
+            f"slice it with mask[:{t_q}, :{t_k}] or build it for this length"
+        )

@@ -1,0 +1,187 @@
+"""``MultiHeadSelfAttention``: the block of seed 000, with one fused QKV projection (notebook 07).
+
+Two parameterised layers only: ``qkv = Linear(D, 3D)`` and ``out_proj = Linear(D, D)``.
+The mask is a buffer covering ``context_length``, sliced to (T, T) on every call.
+
+Weight layout of ``qkv.weight`` (3D, D) -- the same as ``torch.nn.MultiheadAttention``'s
+``in_proj_weight``: rows [0:D] make Q, rows [D:2D] make K, rows [2D:3D] make V, and
+within each block head h owns rows h*d_head:(h+1)*d_head. So weights convert both ways:
+``from_torch`` / ``to_torch`` and ``from_separate`` / ``to_separate``.
+
+Two paths compute the same thing (the tests hold them equal):
+* ``forward(x)`` uses ``F.scaled_dot_product_attention`` -- fused kernels, no weights;
+* ``forward(x, return_weights=True)`` uses the explicit maths of ``functional.attention``
+  and also returns the (B, H, T, T) weights.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ._checks import check_dropout, check_heads, check_input, check_positive
+from .functional import attention
+from .masks import build_mask
+from .multihead import MultiHeadAttention, merge_heads, split_heads
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Multi-head self-attention with a fused QKV projection.
+
+    Args:
+        d_model: D; must be divisible by ``n_heads``.
+        n_heads: H; each head works in d_head = D // H dimensions.
+        context_length: the longest sequence; the mask buffer is (context_length, context_length).
+        dropout: probability of dropping an attention weight in training.
+        bias: whether ``qkv`` and ``out_proj`` have biases.
+        mask_kind: "causal" (default), "sliding" (needs ``window``) or "none".
+        window: with "sliding", each position sees itself and the ``window - 1`` before it.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        context_length: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        mask_kind: str = "causal",
+        window: int | None = None,
+    ):
+        super().__init__()
+        self.d_head = check_heads(d_model, n_heads)
+        self.d_model, self.n_heads = d_model, n_heads
+        self.context_length = check_positive("context_length", context_length)
+        self.dropout = check_dropout(dropout)
+        self.mask_kind, self.window = mask_kind, window
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.register_buffer("mask", build_mask(mask_kind, context_length, window))  # (ctx, ctx)
+
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        B, T = check_input(x, self.d_model, self.context_length)
+        q, k, v = self.qkv(x).split(self.d_model, dim=-1)  # 3 x (B, T, D)
+        q = split_heads(q, self.n_heads)  # (B, H, T, d_head)
+        k = split_heads(k, self.n_heads)  # (B, H, T, d_head)
+        v = split_heads(v, self.n_heads)  # (B, H, T, d_head)
+        p = self.dropout if self.training else 0.0
+        if return_weights:
+            ctx, weights = attention(q, k, v, self.mask[:T, :T], dropout_p=p)  # (B, H, T, d_head)
+        elif self.mask_kind == "causal":
+            ctx = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        else:  # SDPA's boolean mask means "may attend": the opposite of ours
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=~self.mask[:T, :T], dropout_p=p)
+        out = self.out_proj(merge_heads(ctx))  # (B, T, D)
+        return (out, weights) if return_weights else out
+
+    def extra_repr(self) -> str:
+        window = f", window={self.window}" if self.mask_kind == "sliding" else ""
+        return (
+            f"d_model={self.d_model}, n_heads={self.n_heads}, d_head={self.d_head}, "
+            f"context_length={self.context_length}, mask_kind={self.mask_kind!r}{window}"
+        )
+
+    # --- weight conversion -------------------------------------------------------------
+
+    @classmethod
+    def from_torch(cls, mha: nn.MultiheadAttention, context_length: int) -> MultiHeadSelfAttention:
+        """Build a causal block holding the weights of a ``torch.nn.MultiheadAttention``.
+
+        PyTorch calls H ``num_heads``; this library calls it ``n_heads``.
+        """
+        if not isinstance(mha, nn.MultiheadAttention):
+            raise TypeError(f"expected torch.nn.MultiheadAttention, got {type(mha).__name__}")
+        if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
+            raise ValueError(
+                "only a plain nn.MultiheadAttention converts: kdim == vdim == embed_dim, "
+                "add_bias_kv=False and add_zero_attn=False"
+            )
+        w = mha.in_proj_weight
+        block = cls(
+            mha.embed_dim,
+            mha.num_heads,
+            context_length,
+            dropout=mha.dropout,
+            bias=mha.in_proj_bias is not None,
+        ).to(device=w.device, dtype=w.dtype)
+        with torch.no_grad():
+            block.qkv.weight.copy_(w)
+            block.out_proj.weight.copy_(mha.out_proj.weight)
+            if mha.in_proj_bias is not None:
+                block.qkv.bias.copy_(mha.in_proj_bias)
+                block.out_proj.bias.copy_(mha.out_proj.bias)
+        return block
+
+    def to_torch(self) -> nn.MultiheadAttention:
+        """A ``torch.nn.MultiheadAttention(batch_first=True)`` with these weights.
+
+        Give it ``attn_mask=attention_lab.causal_mask(T)``: for a boolean mask it uses our
+        convention, True = blocked.
+        """
+        w = self.qkv.weight
+        mha = nn.MultiheadAttention(
+            self.d_model,
+            self.n_heads,
+            dropout=self.dropout,
+            bias=self.qkv.bias is not None,
+            batch_first=True,
+            device=w.device,
+            dtype=w.dtype,
+        )
+        with torch.no_grad():
+            mha.in_proj_weight.copy_(w)
+            mha.out_proj.weight.copy_(self.out_proj.weight)
+            if self.qkv.bias is not None:
+                mha.in_proj_bias.copy_(self.qkv.bias)
+                mha.out_proj.bias.copy_(self.out_proj.bias)
+        return mha
+
+    @classmethod
+    def from_separate(cls, mha: MultiHeadAttention) -> MultiHeadSelfAttention:
+        """Stack the W_q, W_k, W_v of a ``MultiHeadAttention`` into one fused ``qkv`` weight."""
+        if not isinstance(mha, MultiHeadAttention):
+            raise TypeError(f"expected attention_lab.MultiHeadAttention, got {type(mha).__name__}")
+        w = mha.W_q.weight
+        block = cls(
+            mha.d_model, mha.n_heads, mha.context_length, dropout=mha.dropout.p, bias=True
+        ).to(device=w.device, dtype=w.dtype)
+        layers = (mha.W_q, mha.W_k, mha.W_v)
+        with torch.no_grad():
+            block.qkv.weight.copy_(torch.cat([layer.weight for layer in layers]))  # (3D, D)
+            biases = [
+                layer.bias if layer.bias is not None else torch.zeros_like(layer.weight[:, 0])
+                for layer in layers
+            ]
+            block.qkv.bias.copy_(torch.cat(biases))  # (3D,)
+            block.out_proj.weight.copy_(mha.W_o.weight)
+            block.out_proj.bias.copy_(mha.W_o.bias)
+        return block
+
+    def to_separate(self) -> MultiHeadAttention:
+        """Cut ``qkv`` back into W_q, W_k, W_v of a ``MultiHeadAttention`` (causal blocks only)."""
+        if self.mask_kind != "causal":
+            raise ValueError(
+                f"MultiHeadAttention is always causal; this block has mask_kind={self.mask_kind!r}"
+            )
+        w = self.qkv.weight
+        has_bias = self.qkv.bias is not None
+        mha = MultiHeadAttention(
+            self.d_model,
+            self.n_heads,
+            self.context_length,
+            dropout=self.dropout,
+            qkv_bias=has_bias,
+        ).to(device=w.device, dtype=w.dtype)
+        D = self.d_model
+        with torch.no_grad():
+            for i, layer in enumerate((mha.W_q, mha.W_k, mha.W_v)):
+                layer.weight.copy_(w[i * D : (i + 1) * D])
+                if has_bias:
+                    layer.bias.copy_(self.qkv.bias[i * D : (i + 1) * D])
+            mha.W_o.weight.copy_(self.out_proj.weight)
+            if self.out_proj.bias is not None:
+                mha.W_o.bias.copy_(self.out_proj.bias)
+            else:
+                mha.W_o.bias.zero_()
+        return mha

@@ -1,0 +1,63 @@
+"""One attention head: ``SingleHeadAttention`` (notebook 02) and ``CausalAttention`` (notebook 05).
+
+The APIs are those of the chapter's source text (seed 001). Both take ``x`` of shape
+(B, T, d_in) and return (B, T, d_out); pass ``return_weights=True`` to also get the
+(B, T, T) attention weights.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from ._checks import check_dropout, check_input, check_positive
+from .functional import attention
+from .masks import causal_mask
+
+
+class SingleHeadAttention(nn.Module):
+    """Self-attention with learned W_q, W_k, W_v and no mask: every token sees every token."""
+
+    def __init__(self, d_in: int, d_out: int):
+        super().__init__()
+        self.d_in = check_positive("d_in", d_in)
+        self.d_out = check_positive("d_out", d_out)
+        self.W_q = nn.Linear(d_in, d_out, bias=False)
+        self.W_k = nn.Linear(d_in, d_out, bias=False)
+        self.W_v = nn.Linear(d_in, d_out, bias=False)
+
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        check_input(x, self.d_in)
+        q = self.W_q(x)  # (B, T, d_out)
+        k = self.W_k(x)  # (B, T, d_out)
+        v = self.W_v(x)  # (B, T, d_out)
+        out, weights = attention(q, k, v)  # (B, T, d_out), (B, T, T)
+        return (out, weights) if return_weights else out
+
+
+class CausalAttention(nn.Module):
+    """One causal head: position t attends to positions 0..t only, with dropout on the weights.
+
+    The (context_length, context_length) mask is a buffer: it follows ``.to(device)``,
+    is saved in ``state_dict``, and is not a parameter. Each forward slices it to (T, T).
+    """
+
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float = 0.0):
+        super().__init__()
+        self.d_in = check_positive("d_in", d_in)
+        self.d_out = check_positive("d_out", d_out)
+        self.context_length = check_positive("context_length", context_length)
+        self.W_q = nn.Linear(d_in, d_out, bias=False)
+        self.W_k = nn.Linear(d_in, d_out, bias=False)
+        self.W_v = nn.Linear(d_in, d_out, bias=False)
+        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.register_buffer("mask", causal_mask(context_length))  # (ctx, ctx), True = blocked
+
+    def forward(self, x: torch.Tensor, return_weights: bool = False):
+        _, T = check_input(x, self.d_in, self.context_length)
+        q = self.W_q(x)  # (B, T, d_out)
+        k = self.W_k(x)  # (B, T, d_out)
+        v = self.W_v(x)  # (B, T, d_out)
+        p = self.dropout.p if self.training else 0.0
+        out, weights = attention(q, k, v, self.mask[:T, :T], dropout_p=p)  # (B, T, d_out)
+        return (out, weights) if return_weights else out

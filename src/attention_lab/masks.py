@@ -1,0 +1,62 @@
+"""Attention masks (notebook 04; the sliding window is an exercise).
+
+One convention everywhere in this library: a mask is a ``torch.bool`` tensor and
+**True means blocked** -- that score is replaced by -inf before the softmax, so its
+weight is exactly 0. Row i is the query position, column j the key position.
+
+``torch.nn.MultiheadAttention`` uses the same convention for a boolean ``attn_mask``.
+``torch.nn.functional.scaled_dot_product_attention`` uses the opposite one (True = may
+attend): pass it ``to_sdpa_mask(mask)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._checks import check_positive
+
+
+def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """(T, T) bool, True above the diagonal: position i may not look at any j > i."""
+    check_positive("T", T)
+    return torch.triu(torch.ones(T, T, dtype=torch.bool, device=device), diagonal=1)
+
+
+def sliding_window_mask(
+    T: int, window: int, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """(T, T) bool: position i sees itself and the ``window - 1`` positions before it.
+
+    Everything in the future is blocked (as in ``causal_mask``), and so is everything
+    ``window`` or more steps in the past. ``window >= T`` gives back the causal mask.
+    """
+    check_positive("T", T)
+    check_positive("window", window)
+    ones = torch.ones(T, T, dtype=torch.bool, device=device)
+    future = torch.triu(ones, diagonal=1)  # j > i
+    too_old = torch.tril(ones, diagonal=-window)  # j <= i - window
+    return future | too_old
+
+
+def no_mask(T: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """(T, T) bool, all False: every position may look everywhere (an encoder)."""
+    check_positive("T", T)
+    return torch.zeros(T, T, dtype=torch.bool, device=device)
+
+
+def to_sdpa_mask(mask: torch.Tensor) -> torch.Tensor:
+    """Flip our convention (True = blocked) into SDPA's boolean ``attn_mask`` (True = attend)."""
+    return ~mask
+
+
+def build_mask(kind: str, T: int, window: int | None = None, device=None) -> torch.Tensor:
+    """``kind`` is "causal", "sliding" (needs ``window``) or "none"."""
+    if kind == "causal":
+        return causal_mask(T, device)
+    if kind == "sliding":
+        if window is None:
+            raise ValueError("mask kind 'sliding' needs a window, e.g. window=8")
+        return sliding_window_mask(T, window, device)
+    if kind == "none":
+        return no_mask(T, device)
+    raise ValueError(f"mask kind={kind!r} is not known; use 'causal', 'sliding' or 'none'")
