@@ -18,7 +18,7 @@ from .fused import MultiHeadSelfAttention
 from .heads import CausalAttention, SingleHeadAttention
 from .masks import build_mask, causal_mask, no_mask, sliding_window_mask, to_sdpa_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
-from .plotting import HeadGrid, LabFigure, plot_heads, plot_loss, text_heatmap
+from .plotting import HeadGrid, LabFigure, plot_heads, plot_lines, plot_loss, text_heatmap
 from .tasks import IGNORE_INDEX, TASKS, make_batch
 from .tiny_lm import TinyLM
 from .training import TrainHistory, evaluate, train, train_tiny_lm
@@ -45,6 +45,7 @@ __all__ = [
     "no_mask",
     "pick_device",
     "plot_heads",
+    "plot_lines",
     "plot_loss",
     "sliding_window_mask",
     "split_heads",

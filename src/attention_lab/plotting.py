@@ -211,3 +211,43 @@ def text_heatmap(weights, tokens: Sequence[str] | None = None) -> str:
     for token, row in zip(tokens, levels):
         lines.append(token.rjust(width) + " |" + "".join(SHADES[i] for i in row))
     return "\n".join(lines)
+
+
+def plot_lines(
+    x,
+    ys: Mapping[str, Sequence[float]],
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    logx: bool = False,
+    logy: bool = False,
+    markers: bool = True,
+) -> LabFigure:
+    """One labelled line per entry of ``ys`` against ``x``: for measured curves
+    (variance against d_head, time against T, ...)."""
+    fig = LabFigure(figsize=(6, 3.4), dpi=100)
+    ax = fig.subplots()
+    ax.set_facecolor("white")
+    colours = sns.color_palette("deep", len(ys))
+    for (label, values), colour in zip(ys.items(), colours):
+        ax.plot(
+            list(x),
+            list(values),
+            label=label,
+            color=colour,
+            lw=1.5,
+            marker="o" if markers else None,
+            ms=4,
+        )
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel, color="black")
+    ax.set_ylabel(ylabel, color="black")
+    ax.set_title(title, color="black")
+    ax.tick_params(colors="black")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
