@@ -1,0 +1,153 @@
+"""One head: ``SingleHeadAttention`` (no mask) and ``CausalAttention`` (notebooks 02 and 05)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import CONTEXT, B, D, T, assert_future_does_not_leak, make_module, run
+
+from attention_lab import CausalAttention, SingleHeadAttention, attention, causal_mask
+
+
+@pytest.mark.parametrize("name", ["single", "causal"])
+@pytest.mark.parametrize("d_out", [3, 8])
+def test_a_head_maps_b_t_d_in_to_b_t_d_out_with_b_t_t_weights(name, d_out):
+    module = (
+        SingleHeadAttention(D, d_out) if name == "single" else CausalAttention(D, d_out, CONTEXT)
+    )
+    x = torch.randn(B, T, D)  # (B, T, d_in)
+    out = module(x)
+    out2, weights = module(x, return_weights=True)
+    assert out.shape == (B, T, d_out)
+    assert weights.shape == (B, T, T)
+    torch.testing.assert_close(out, out2)
+
+
+def test_single_head_is_attention_over_its_own_projections():
+    module = make_module("single")
+    x = torch.randn(B, T, D)  # (B, T, D)
+    out, weights = module(x, return_weights=True)
+    expected, expected_w = attention(module.W_q(x), module.W_k(x), module.W_v(x))
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(weights, expected_w)
+
+
+def test_causal_head_is_masked_attention_over_its_own_projections():
+    module = make_module("causal")
+    x = torch.randn(B, T, D)  # (B, T, D)
+    out, weights = module(x, return_weights=True)
+    mask = causal_mask(T)
+    expected, expected_w = attention(module.W_q(x), module.W_k(x), module.W_v(x), mask)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(weights, expected_w)
+
+
+@pytest.mark.parametrize("return_weights", [False, True])
+def test_future_tokens_do_not_change_earlier_outputs_of_causal_attention(return_weights):
+    module = make_module("causal")
+    x = torch.randn(B, T, D)  # (B, T, D)
+    for t in range(T - 1):
+        assert_future_does_not_leak(lambda inp: run(module, inp, return_weights), x, t)
+
+
+def test_single_head_attention_is_not_causal():
+    """The same check fails for the unmasked head: the causality test can fail."""
+    module = make_module("single")
+    x = torch.randn(B, T, D)  # (B, T, D)
+    with pytest.raises(AssertionError):
+        assert_future_does_not_leak(module, x, t=2)
+    changed = x.clone()
+    changed[:, -1] += 1.0  # touch only the last token
+    assert not torch.allclose(module(changed)[:, 0], module(x)[:, 0])
+
+
+def test_causal_weights_rows_sum_to_one_and_are_zero_above_the_diagonal():
+    module = make_module("causal")
+    _, weights = module(torch.randn(B, T, D), return_weights=True)  # (B, T, T)
+    assert (weights >= 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B, T))
+    assert (weights[:, causal_mask(T)] == 0).all()
+    # The first position can only look at itself.
+    torch.testing.assert_close(weights[:, 0, 0], torch.ones(B))
+
+
+def test_single_head_weights_rows_sum_to_one_and_look_everywhere():
+    module = make_module("single")
+    _, weights = module(torch.randn(B, T, D), return_weights=True)  # (B, T, T)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B, T))
+    assert (weights > 0).all()
+
+
+@pytest.mark.parametrize("name", ["single", "causal"])
+def test_every_parameter_of_a_head_gets_a_gradient(name):
+    module = make_module(name).train()
+    module(torch.randn(B, T, D)).square().sum().backward()
+    for pname, param in module.named_parameters():
+        assert param.grad is not None, pname
+        assert param.grad.abs().sum() > 0, pname
+
+
+def test_causal_head_dropout_is_off_in_eval_mode():
+    with_dropout = CausalAttention(D, D, CONTEXT, dropout=0.5)
+    without = CausalAttention(D, D, CONTEXT, dropout=0.0)
+    without.load_state_dict(with_dropout.state_dict())
+    x = torch.randn(B, T, D)  # (B, T, D)
+    with_dropout.eval(), without.eval()
+    torch.testing.assert_close(with_dropout(x), without(x), rtol=0, atol=0)
+
+
+def test_causal_head_dropout_is_on_in_train_mode_and_rescales_survivors():
+    p = 0.5
+    module = CausalAttention(T, T, CONTEXT, dropout=p).train()
+    with torch.no_grad():  # W_v = identity and x = identity: the output IS the weights
+        module.W_v.weight.copy_(torch.eye(T))
+    x = torch.eye(T).expand(4, T, T).contiguous()  # (4, T, d_in=T)
+    out, weights = module(x, return_weights=True)  # (4, T, T): dropped, (4, T, T): before
+    kept = out != 0
+    assert 0 < kept.sum() < (weights > 0).sum()
+    torch.testing.assert_close(out[kept], weights[kept] / (1 - p))
+    module.eval()
+    torch.testing.assert_close(module(x), weights)
+
+
+def test_causal_head_works_in_float64_end_to_end():
+    module = make_module("causal").double()
+    x = torch.randn(B, T, D, dtype=torch.float64)  # (B, T, D)
+    out, weights = module(x, return_weights=True)
+    assert out.dtype == weights.dtype == torch.float64
+    out.sum().backward()
+    assert all(p.grad.dtype == torch.float64 for p in module.parameters())
+
+
+def test_causal_mask_is_a_buffer_in_state_dict_and_not_a_parameter():
+    module = make_module("causal")
+    assert "mask" in module.state_dict()
+    assert torch.equal(module.state_dict()["mask"], causal_mask(CONTEXT))
+    assert all(p.dtype != torch.bool for p in module.parameters())
+    assert "mask" not in dict(module.named_parameters())
+    assert "mask" in dict(module.named_buffers())
+
+
+@pytest.mark.parametrize("convert", ["double", "to_float64", "to_cpu"])
+def test_causal_mask_buffer_follows_the_module(convert):
+    module = make_module("causal")
+    if convert == "double":
+        module = module.double()
+    elif convert == "to_float64":
+        module = module.to(torch.float64)
+    else:
+        module = module.to("cpu")
+    dtype = module.W_q.weight.dtype
+    # The mask stays boolean (a float mask would mean something else) on the weights' device.
+    assert module.mask.dtype == torch.bool
+    assert module.mask.device == module.W_q.weight.device
+    out = module(torch.randn(B, T, D, dtype=dtype))
+    assert out.dtype == dtype
+
+
+def test_causal_head_output_at_t_matches_running_on_the_prefix():
+    module = make_module("causal")
+    x = torch.randn(B, T, D)  # (B, T, D)
+    full = module(x)
+    for t in range(1, T + 1):
+        torch.testing.assert_close(module(x[:, :t]), full[:, :t])
