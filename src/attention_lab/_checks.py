@@ -11,9 +11,9 @@ import torch
 
 def check_heads(d_model: int, n_heads: int) -> int:
     """Return d_head = d_model // n_heads, or raise a ValueError that says how to fix it."""
-    if not isinstance(n_heads, int) or n_heads < 1:
+    if not isinstance(n_heads, int) or isinstance(n_heads, bool) or n_heads < 1:
         raise ValueError(f"n_heads={n_heads!r} must be a whole number >= 1; try n_heads=4")
-    if not isinstance(d_model, int) or d_model < 1:
+    if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model < 1:
         raise ValueError(f"d_model={d_model!r} must be a whole number >= 1; try d_model=32")
     if d_model % n_heads != 0:
         lower = (d_model // n_heads) * n_heads
@@ -27,7 +27,12 @@ def check_heads(d_model: int, n_heads: int) -> int:
 
 def check_positive(name: str, value: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name}={value!r} must be a whole number >= 1")
+        fix = (
+            f"pass {name}={int(value)}"
+            if isinstance(value, float) and value.is_integer() and value >= 1
+            else f"pass a positive int, e.g. {name}=8"
+        )
+        raise ValueError(f"{name}={value!r} must be a whole number >= 1; {fix}")
     return value
 
 
@@ -42,7 +47,10 @@ def check_dropout(p: float) -> float:
 
 def check_float_tensor(x: torch.Tensor, name: str = "x") -> None:
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor, got {type(x).__name__}; "
+            f"convert it with torch.as_tensor({name}, dtype=torch.float32)"
+        )
     if not torch.is_floating_point(x):
         raise TypeError(
             f"{name} has dtype {x.dtype}, but attention needs floating-point vectors; "

@@ -40,18 +40,32 @@ class TinyLM(nn.Module):
     def forward(self, idx: torch.Tensor, return_weights: bool = False):
         if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
             dtype = getattr(idx, "dtype", type(idx).__name__)
-            raise TypeError(f"TinyLM takes token ids as an int64 tensor (B, T), got {dtype}")
+            raise TypeError(
+                f"TinyLM takes token ids as an int64 tensor (B, T), got {dtype}; "
+                "convert whole-number ids with idx.long() (TinyLM embeds the ids itself)"
+            )
         if idx.dim() != 2:
-            raise ValueError(f"idx has shape {tuple(idx.shape)}; TinyLM takes (B, T) token ids")
+            fix = "add a batch dimension with idx.unsqueeze(0)" if idx.dim() == 1 else "reshape it"
+            raise ValueError(
+                f"idx has shape {tuple(idx.shape)} (rank {idx.dim()}), but TinyLM takes (B, T) "
+                f"token ids; {fix}"
+            )
         T = idx.shape[1]
         if T > self.context_length:
             raise ValueError(
-                f"idx has T={T} positions, more than context_length={self.context_length}"
+                f"idx has T={T} positions, more than context_length={self.context_length}; "
+                f"build TinyLM with context_length>={T} or feed idx[:, -{self.context_length}:]"
             )
         if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab_size):
+            low, high = int(idx.min()), int(idx.max())
+            fix = (
+                "ids are row numbers of the embedding table and cannot be negative"
+                if low < 0
+                else f"build TinyLM with vocab_size>={high + 1}"
+            )
             raise ValueError(
-                f"token ids must lie in [0, {self.vocab_size}); got values from "
-                f"{int(idx.min())} to {int(idx.max())}"
+                f"token ids must lie in [0, {self.vocab_size}) for vocab_size={self.vocab_size}; "
+                f"got values from {low} to {high}; {fix}"
             )
         pos = torch.arange(T, device=idx.device)  # (T,)
         x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, D)
