@@ -1,0 +1,205 @@
+"""The toy tasks, ``TinyLM`` and the training loop (notebook 08; seed 000's demo)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attention_lab import (
+    IGNORE_INDEX,
+    TASKS,
+    TinyLM,
+    evaluate,
+    make_batch,
+    pick_device,
+    train,
+    train_tiny_lm,
+)
+
+CHANCE = math.log(64)  # ln 64 = 4.16: the loss of a uniform guess over 64 ids
+
+
+# --- the tasks -------------------------------------------------------------------------
+
+
+def test_copy_rows_are_one_id_repeated_and_targets_are_inputs_shifted_by_one():
+    g = torch.Generator().manual_seed(0)
+    x, y = make_batch("copy", n_rows=50, context_length=12, vocab_size=64, generator=g)
+    assert x.shape == y.shape == (50, 12)
+    assert x.dtype == y.dtype == torch.int64
+    assert torch.equal(x, x[:, :1].expand(50, 12))  # one id per row
+    assert torch.equal(y[:, :-1], x[:, 1:])  # the next token
+    assert torch.equal(y[:, -1], x[:, -1])  # ...which, in a repeated row, is the same id
+    assert x.min() >= 0 and x.max() < 64
+    assert len(x[:, 0].unique()) > 20, "rows should hold different ids"
+
+
+def test_previous_targets_are_the_token_one_step_back_and_position_0_is_ignored():
+    g = torch.Generator().manual_seed(0)
+    x, y = make_batch("previous", n_rows=50, context_length=12, vocab_size=64, generator=g)
+    assert x.shape == y.shape == (50, 12)
+    assert torch.equal(y[:, 1:], x[:, :-1])
+    assert (y[:, 0] == IGNORE_INDEX).all()
+    assert IGNORE_INDEX == -100  # the default ignore_index of F.cross_entropy
+    assert x.min() >= 0 and x.max() < 64
+    assert (x[:, 1:] != x[:, :-1]).any(), "previous-task rows must not be constant"
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_make_batch_is_reproducible_from_its_generator(task):
+    a = make_batch(task, 8, generator=torch.Generator().manual_seed(3))
+    b = make_batch(task, 8, generator=torch.Generator().manual_seed(3))
+    c = make_batch(task, 8, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not torch.equal(a[0], c[0])
+
+
+def test_make_batch_respects_its_sizes():
+    x, y = make_batch("previous", n_rows=3, context_length=5, vocab_size=7)
+    assert x.shape == y.shape == (3, 5)
+    assert x.max() < 7
+
+
+# --- TinyLM ------------------------------------------------------------------------------
+
+
+def test_tiny_lm_maps_ids_b_t_to_logits_b_t_vocab_and_weights_b_h_t_t():
+    model = TinyLM().eval()
+    idx = torch.randint(64, (3, 12))  # (B, T)
+    logits = model(idx)
+    logits2, weights = model(idx, return_weights=True)
+    assert logits.shape == (3, 12, 64)
+    assert weights.shape == (3, 4, 12, 12)
+    torch.testing.assert_close(logits, logits2)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 4, 12))
+    assert model(idx[:, :5]).shape == (3, 5, 64)
+    assert model(idx.int()).shape == (3, 12, 64)
+
+
+@pytest.mark.parametrize("mask_kind, window", [("causal", None), ("sliding", 4)])
+@pytest.mark.parametrize("return_weights", [False, True], ids=["sdpa_path", "explicit_path"])
+def test_future_tokens_do_not_change_earlier_logits_of_tiny_lm(mask_kind, window, return_weights):
+    model = TinyLM(mask_kind=mask_kind, window=window).eval()
+
+    def logits(idx):
+        return model(idx, return_weights=True)[0] if return_weights else model(idx)
+
+    idx = torch.randint(64, (2, 12))  # (B, T)
+    for t in range(11):
+        changed = idx.clone()
+        changed[:, t + 1 :] = (changed[:, t + 1 :] + 1 + torch.randint(62, (2, 11 - t))) % 64
+        before, after = logits(idx), logits(changed)
+        torch.testing.assert_close(after[:, : t + 1], before[:, : t + 1], rtol=0, atol=1e-6)
+        assert not torch.allclose(after[:, t + 1 :], before[:, t + 1 :])
+
+
+def test_tiny_lm_without_a_mask_lets_the_future_leak():
+    """The same check fails for an encoder-style TinyLM: the causality test can fail."""
+    model = TinyLM(mask_kind="none").eval()
+    idx = torch.randint(64, (2, 12))  # (B, T)
+    changed = idx.clone()
+    changed[:, -1] = (changed[:, -1] + 1) % 64
+    assert not torch.allclose(model(changed)[:, 0], model(idx)[:, 0])
+
+
+def test_every_parameter_of_tiny_lm_gets_a_gradient():
+    model = TinyLM().train()
+    x, y = make_batch("copy", 16)
+    logits = model(x)  # (B, T, vocab)
+    torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
+    names = [n for n, _ in model.named_parameters()]
+    assert {"tok_emb.weight", "pos_emb.weight", "attn.qkv.weight", "lm_head.weight"} <= set(names)
+    for name, param in model.named_parameters():
+        assert param.grad is not None and param.grad.abs().sum() > 0, name
+
+
+def test_tiny_lm_follows_double_and_keeps_its_mask_boolean():
+    model = TinyLM().double().eval()
+    logits, weights = model(torch.randint(64, (2, 12)), return_weights=True)
+    assert logits.dtype == weights.dtype == torch.float64
+    assert model.attn.mask.dtype == torch.bool
+    assert "attn.mask" in model.state_dict()
+
+
+@pytest.mark.skipif(
+    torch.cuda.is_available() or torch.backends.mps.is_available(),
+    reason="an accelerator is present: pick_device picks it",
+)
+def test_pick_device_returns_the_cpu_on_a_machine_without_an_accelerator():
+    device = pick_device()
+    assert device == torch.device("cpu")
+    assert TinyLM().to(device)(torch.zeros(1, 3, dtype=torch.long)).device == device
+
+
+# --- training ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def copy_run():
+    """The seed's setting: TinyLM() defaults and train(model) defaults, seed 0."""
+    torch.manual_seed(0)
+    model = TinyLM()
+    return model, train(model, progress=False)
+
+
+def test_copy_task_starts_near_chance(copy_run):
+    _, history = copy_run
+    assert abs(history.initial_loss - CHANCE) < 0.3
+    assert abs(history.step_losses[0] - CHANCE) < 0.5
+
+
+def test_copy_task_trains_to_a_held_out_loss_of_at_most_0_01(copy_run):
+    model, history = copy_run
+    assert history.task == "copy"
+    assert len(history.epoch_losses) == 3
+    assert len(history.step_losses) == 3 * 2048 // 32
+    assert history.epoch_losses[0] > history.epoch_losses[1] > history.epoch_losses[2]
+    assert history.final_loss <= 0.01
+    assert history.final_accuracy == 1.0
+    assert not model.training, "train() leaves the model in eval mode"
+    # The numbers in the history are those evaluate() measures.
+    assert evaluate(model, "copy") == pytest.approx((history.final_loss, history.final_accuracy))
+
+
+def test_evaluate_restores_the_training_mode(copy_run):
+    model, _ = copy_run
+    model.train()
+    evaluate(model, n_rows=16)
+    assert model.training
+    model.eval()
+    evaluate(model, n_rows=16)
+    assert not model.training
+
+
+def test_previous_task_reaches_95_percent_accuracy_with_the_defaults():
+    model, history = train_tiny_lm("previous", progress=False)
+    assert abs(history.initial_loss - CHANCE) < 0.3
+    assert history.final_accuracy >= 0.95
+    # To solve it, some head must look one step back: its weight on t-1 dominates.
+    x, _ = make_batch("previous", 64, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        _, weights = model(x, return_weights=True)  # (B, H, T, T)
+    one_back = weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))  # (H,)
+    assert one_back.max() > 0.5
+
+
+def test_training_is_reproducible_from_the_seed():
+    kwargs = dict(epochs=1, n_rows=256, progress=False)
+    _, a = train_tiny_lm("copy", seed=7, **kwargs)
+    _, b = train_tiny_lm("copy", seed=7, **kwargs)
+    _, c = train_tiny_lm("copy", seed=8, **kwargs)
+    assert len(a.step_losses) == 8
+    assert a.step_losses == b.step_losses
+    assert a.initial_loss == b.initial_loss and a.final_loss == b.final_loss
+    assert a.step_losses != c.step_losses
+
+
+def test_train_with_an_explicit_seed_uses_the_same_data_order():
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(1)
+        model = TinyLM(context_length=6, vocab_size=10)
+        runs.append(train(model, epochs=1, n_rows=64, batch_size=16, seed=3, progress=False))
+    assert runs[0].step_losses == runs[1].step_losses
