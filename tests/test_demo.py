@@ -1,0 +1,66 @@
+"""``python -m attention_lab demo``: the seed's main.py, run as a learner would run it."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from attention_lab.plotting import SHADES
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "x.png"
+    # One thread: the model is tiny, and a busy CI machine makes extra threads slower.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    result = subprocess.run(
+        [sys.executable, "-m", "attention_lab", "demo", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout, out
+
+
+def test_demo_prints_a_first_loss_near_ln_64(demo):
+    stdout, _ = demo
+    match = re.search(r"loss before training: (\d+\.\d+)", stdout)
+    assert match, stdout
+    assert abs(float(match.group(1)) - math.log(64)) < 0.3
+    assert "chance = ln 64 = 4.159" in stdout
+
+
+def test_demo_prints_a_falling_loss_that_ends_near_zero(demo):
+    stdout, _ = demo
+    epochs = [float(v) for v in re.findall(r"epoch \d+: mean training loss (\d+\.\d+)", stdout)]
+    assert len(epochs) == 3, stdout
+    assert epochs[0] > epochs[1] >= epochs[2]
+    final = re.search(r"held-out loss (\d+\.\d+), accuracy (\d+\.\d)%", stdout)
+    assert final, stdout
+    assert float(final.group(1)) <= 0.01
+    assert float(final.group(2)) >= 99.0
+
+
+def test_demo_prints_a_text_heatmap_of_one_head(demo):
+    stdout, _ = demo
+    rows = re.findall(rf"^\s*(\d+) \|([{re.escape(SHADES)}]{{12}})$", stdout, flags=re.M)
+    assert [int(r[0]) for r in rows] == list(range(12)), stdout
+    # Causal: nothing drawn above the diagonal, and every row puts weight somewhere.
+    for i, (_, cells) in enumerate(rows):
+        assert cells[i + 1 :].strip() == "", f"row {i} looks at the future: {cells!r}"
+        assert cells[: i + 1].strip() != "", f"row {i} is empty"
+
+
+def test_demo_writes_a_png(demo):
+    stdout, out = demo
+    assert out.exists()
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert out.stat().st_size > 5_000
+    assert str(out) in stdout
