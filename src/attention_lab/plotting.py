@@ -1,8 +1,11 @@
 """Every picture in the chapter: attention heatmaps per head, loss curves, a text heatmap.
 
 ``HeadGrid`` builds a figure once for a given number of heads and sequence length and
-then only swaps the numbers in place (``update``): the interactive explorer redraws in
-well under 150 ms that way. ``plot_heads`` is the one-call version the notebooks use.
+then only swaps the numbers in place (``update``). Its ``to_png`` draws everything that
+never changes (axes, token labels, colour bar) once, keeps that picture, and afterwards
+repaints only the heatmaps and titles on top of it (matplotlib "blitting"): the
+interactive explorer (widgets.py) redraws in well under 150 ms that way.
+``plot_heads`` is the one-call version the notebooks use.
 
 All panels share one 0..1 colour scale (seaborn's "rocket_r": light = 0, dark = 1), so
 heads can be compared by eye. Figures have a white background, so they read the same
@@ -77,6 +80,9 @@ class HeadGrid:
         ncols: panels per row (default: up to 4).
         panel_size: inches per panel.
         dpi: resolution of ``to_png``.
+
+    Token labels are drawn only where a reader needs them: under the bottom row and left
+    of the first column. ``update`` swaps in new weights and titles; ``to_png`` renders.
     """
 
     def __init__(
@@ -89,11 +95,9 @@ class HeadGrid:
         dpi: int = 80,
     ):
         self.n_panels, self.T = n_panels, T
-        tokens = [str(t) for t in (tokens if tokens is not None else range(T))]
-        if len(tokens) != T:
-            raise ValueError(f"got {len(tokens)} token labels for T={T} positions")
         ncols = ncols or min(n_panels, 4)
         nrows = math.ceil(n_panels / ncols)
+        self.ncols, self.nrows = ncols, nrows
         self.figure = LabFigure(
             figsize=(panel_size * ncols + 1.2, panel_size * nrows + 0.7), dpi=dpi
         )
@@ -111,25 +115,49 @@ class HeadGrid:
                 ax.imshow(blank, vmin=0.0, vmax=1.0, cmap=CMAP, interpolation="nearest")
             )
             ax.set_facecolor("white")
-            row, col = divmod(i, ncols)
-            last_row = row == nrows - 1 or i + ncols >= n_panels
-            ax.set_xticks(
-                range(T),
-                tokens if last_row else [""] * T,
-                rotation=90 if max(map(len, tokens)) > 2 else 0,
-                fontsize=7,
-            )
-            ax.set_yticks(range(T), tokens if col == 0 else [""] * T, fontsize=7)
             ax.tick_params(length=0, colors="black")
-            if last_row:
+            if self._is_bottom(i):
                 ax.set_xlabel("key (looked at)", fontsize=8, color="black")
-            if col == 0:
+            if self._is_left(i):
                 ax.set_ylabel("query (looking)", fontsize=8, color="black")
+        self.set_tokens(tokens)
         cax = self.figure.add_axes((0.89, 0.1, 0.02, 0.76))
         bar = self.figure.colorbar(self.images[0], cax=cax)
         bar.set_label("attention weight", color="black")
         bar.ax.tick_params(colors="black")
         self.suptitle = self.figure.suptitle("", color="black")
+        self._background = None  # the static part of the picture, once drawn
+        self._renderer = None  # the renderer the background belongs to
+        self._painted = None  # the title texts the pixels show now
+        self._drawing = False  # True while _draw_background draws
+        # a full draw by anyone else (savefig, a notebook showing the figure) repaints the
+        # pixels the background bookkeeping relies on: start again from a fresh background
+        self.figure.canvas.mpl_connect("draw_event", self._forget_background)
+
+    def _is_bottom(self, i: int) -> bool:
+        return i // self.ncols == self.nrows - 1 or i + self.ncols >= self.n_panels
+
+    def _is_left(self, i: int) -> bool:
+        return i % self.ncols == 0
+
+    def set_tokens(self, tokens: Sequence[str] | None = None) -> None:
+        """Label the T positions (bottom row and first column only; inner panels get none)."""
+        T = self.T
+        tokens = [str(t) for t in (tokens if tokens is not None else range(T))]
+        if len(tokens) != T:
+            raise ValueError(f"got {len(tokens)} token labels for T={T} positions")
+        self.tokens = tokens
+        rotation = 90 if max(map(len, tokens)) > 2 else 0
+        for i, ax in enumerate(self.axes):
+            if self._is_bottom(i):
+                ax.set_xticks(range(T), tokens, rotation=rotation, fontsize=7)
+            else:
+                ax.set_xticks([])
+            if self._is_left(i):
+                ax.set_yticks(range(T), tokens, fontsize=7)
+            else:
+                ax.set_yticks([])
+        self._background = None  # labels changed: the static picture must be redrawn
 
     def update(self, weights, titles: Sequence[str] | None = None, suptitle: str = "") -> Figure:
         """Put new (H, T, T) weights into the panels; returns the figure."""
@@ -146,9 +174,102 @@ class HeadGrid:
         self.suptitle.set_text(suptitle)
         return self.figure
 
+    def _texts(self) -> list:
+        return [ax.title for ax in self.axes] + [self.suptitle]
+
+    def _changing_artists(self) -> list:
+        return self.images + [spine for ax in self.axes for spine in ax.spines.values()]
+
+    def _forget_background(self, event=None) -> None:
+        if not self._drawing:
+            self._background = None
+
+    def _draw_background(self) -> None:
+        """Draw the figure without the heatmaps, their frames and titles; keep the pixels."""
+        texts = self._texts()
+        saved = [t.get_text() for t in texts]
+        for t in texts:
+            t.set_text("")
+        for artist in self._changing_artists():
+            artist.set_visible(False)
+        canvas = self.figure.canvas
+        self._drawing = True
+        try:
+            canvas.draw()
+        finally:
+            self._drawing = False
+        self._background = canvas.copy_from_bbox(self.figure.bbox)
+        self._renderer = canvas.get_renderer()
+        self._painted = [None] * len(texts)  # (text, pixel box) of each title on show
+        for artist in self._changing_artists():
+            artist.set_visible(True)
+        for t, text in zip(texts, saved):
+            t.set_text(text)
+
+    def _restore(self, extents, pad: int = 3) -> None:
+        """Copy the kept background back over a box given in display pixels (origin
+        bottom left), ``pad`` pixels wider on each side."""
+        x0, y0, x1, y1 = extents
+        height = self.figure.bbox.height  # the buffer counts rows from the top
+        box = (int(x0) - pad, int(height - y1) - pad, int(x1) + pad + 1, int(height - y0) + pad + 1)
+        self.figure.canvas.restore_region(self._background, bbox=box, xy=(0, 0))
+
+    def render(self) -> np.ndarray:
+        """Paint the current weights and titles; return the pixels, (height, width, 4) uint8.
+
+        The first call (and the first after ``set_tokens`` or a change of size) draws the
+        figure without heatmaps, frames and titles and keeps that picture. Every call then
+        restores the kept pixels under each panel and paints heatmap and frame on top (the
+        same pixels a full draw gives); a title is repainted only when its text changed,
+        because text is the slow part.
+        """
+        canvas = self.figure.canvas
+        if self._background is None or canvas.get_renderer() is not self._renderer:
+            self._draw_background()
+        texts = self._texts()
+        painted = self._painted
+        changed = {
+            i for i, t in enumerate(texts) if painted[i] is None or painted[i][0] != t.get_text()
+        }
+        for i in list(changed):  # a title whose old box touches another's: repaint both
+            if painted[i] is not None:
+                changed |= {j for j, p in enumerate(painted) if p and _touch(p[1], painted[i][1])}
+        for i in changed:  # 1) wipe the titles that change
+            if painted[i] is not None:
+                self._restore(painted[i][1])
+        for ax, image in zip(self.axes, self.images):  # 2) repaint every panel
+            self._restore(ax.bbox.extents, pad=2)
+            ax.draw_artist(image)
+            for spine in ax.spines.values():
+                ax.draw_artist(spine)
+        for i in changed:  # 3) paint the new titles
+            t = texts[i]
+            if t.axes is not None:
+                t.axes.draw_artist(t)
+            else:
+                self.figure.draw_artist(t)
+            painted[i] = (t.get_text(), t.get_window_extent().extents)
+        return np.asarray(canvas.buffer_rgba())
+
     def to_png(self) -> bytes:
         """Render to PNG bytes (what a browser receives from the explorer)."""
-        return self.figure._repr_png_()
+        return png_bytes(self.render())
+
+
+def _touch(a, b, pad: float = 4) -> bool:
+    """Whether two (x0, y0, x1, y1) pixel boxes overlap once widened by ``pad``."""
+    return a[0] - pad < b[2] and b[0] - pad < a[2] and a[1] - pad < b[3] and b[1] - pad < a[3]
+
+
+def png_bytes(rgba: np.ndarray, compress_level: int = 1) -> bytes:
+    """Encode (height, width, 4) uint8 pixels on a white page as PNG (RGB, fast compression)."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(
+        buffer, format="png", compress_level=compress_level
+    )
+    return buffer.getvalue()
 
 
 def plot_heads(
