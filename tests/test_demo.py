@@ -64,3 +64,12 @@ def test_demo_writes_a_png(demo):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.stat().st_size > 5_000
     assert str(out) in stdout
+
+
+def test_demo_refuses_a_head_that_does_not_exist(capsys):
+    from attention_lab.demo import run
+
+    with pytest.raises(SystemExit):
+        run(["--head", "4", "--n-heads", "4"])
+    err = capsys.readouterr().err
+    assert "--head=4" in err and "from 0 to 3" in err

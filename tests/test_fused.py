@@ -271,3 +271,23 @@ def test_fused_block_has_two_linear_layers_and_the_seeds_parameter_count():
     assert module.qkv.weight.shape == (96, 32)
     assert module.out_proj.weight.shape == (32, 32)
     assert sum(p.numel() for p in module.parameters()) == 4 * 32 * 32 + 4 * 32
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_conversions_keep_the_train_or_eval_mode(training):
+    """A converted copy must drop (or not drop) weights exactly when the original does."""
+    separate = MultiHeadAttention(D, H, CONTEXT, dropout=0.1).train(training)
+    fused = MultiHeadSelfAttention.from_separate(separate)
+    assert fused.training is training
+    assert fused.to_separate().training is training
+    reference = fused.to_torch()
+    assert reference.training is training
+    assert MultiHeadSelfAttention.from_torch(reference, CONTEXT).training is training
+
+
+def test_a_block_from_an_eval_mode_torch_module_with_dropout_matches_it():
+    reference = nn.MultiheadAttention(D, H, dropout=0.5, batch_first=True).eval()
+    block = MultiHeadSelfAttention.from_torch(reference, CONTEXT)
+    x = torch.randn(B, T, D)  # (B, T, D)
+    expected, _ = reference(x, x, x, attn_mask=causal_mask(T))
+    torch.testing.assert_close(block(x), expected)

@@ -27,6 +27,11 @@ def run(argv: list[str] | None = None) -> None:
     parser.add_argument("--head", type=int, default=0, help="which head to print as text")
     parser.add_argument("--out", default="attention_heads.png", help="where to save the PNG")
     args = parser.parse_args(argv)
+    if not 0 <= args.head < args.n_heads:
+        parser.error(
+            f"--head={args.head} does not exist with --n-heads={args.n_heads}; "
+            f"pick a head from 0 to {args.n_heads - 1}"
+        )
     torch.set_num_threads(min(torch.get_num_threads(), 2))
 
     print(

@@ -111,7 +111,7 @@ class MultiHeadSelfAttention(nn.Module):
             if mha.in_proj_bias is not None:
                 block.qkv.bias.copy_(mha.in_proj_bias)
                 block.out_proj.bias.copy_(mha.out_proj.bias)
-        return block
+        return block.train(mha.training)  # same mode: same dropout behaviour
 
     def to_torch(self) -> nn.MultiheadAttention:
         """A ``torch.nn.MultiheadAttention(batch_first=True)`` with these weights.
@@ -135,7 +135,7 @@ class MultiHeadSelfAttention(nn.Module):
             if self.qkv.bias is not None:
                 mha.in_proj_bias.copy_(self.qkv.bias)
                 mha.out_proj.bias.copy_(self.out_proj.bias)
-        return mha
+        return mha.train(self.training)  # same mode: same dropout behaviour
 
     @classmethod
     def from_separate(cls, mha: MultiHeadAttention) -> MultiHeadSelfAttention:
@@ -156,7 +156,7 @@ class MultiHeadSelfAttention(nn.Module):
             block.qkv.bias.copy_(torch.cat(biases))  # (3D,)
             block.out_proj.weight.copy_(mha.W_o.weight)
             block.out_proj.bias.copy_(mha.W_o.bias)
-        return block
+        return block.train(mha.training)  # same mode: same dropout behaviour
 
     def to_separate(self) -> MultiHeadAttention:
         """Cut ``qkv`` back into W_q, W_k, W_v of a ``MultiHeadAttention`` (causal blocks only)."""
@@ -184,4 +184,4 @@ class MultiHeadSelfAttention(nn.Module):
                 mha.W_o.bias.copy_(self.out_proj.bias)
             else:
                 mha.W_o.bias.zero_()
-        return mha
+        return mha.train(self.training)  # same mode: same dropout behaviour
