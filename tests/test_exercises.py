@@ -1,0 +1,524 @@
+"""The exercise checkers accept the reference solutions and reject typical mistakes with a
+specific message; the learner notebook is generated from the solutions and kept in date."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from attention_lab import MultiHeadAttention, train_tiny_lm
+from attention_lab import exercises as ex
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_tool():
+    sys.path.insert(0, str(ROOT / "tools"))
+    spec = importlib.util.spec_from_file_location(
+        "make_exercises", ROOT / "tools/make_exercises.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_exercises = _load_tool()
+
+
+def _future(T):
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # (T, T)
+
+
+def _stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+# --- reference solutions and typical mistakes, one pair (or more) per checker ----------------
+
+
+def mask_then_softmax(scores):
+    T = scores.shape[-1]
+    return torch.softmax(scores.masked_fill(_future(T), float("-inf")), dim=-1)
+
+
+def mask_inverted(scores):
+    T = scores.shape[-1]
+    past = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)  # blocks the past
+    return torch.softmax(scores.masked_fill(past, float("-inf")), dim=-1)
+
+
+def mask_with_zero(scores):
+    return torch.softmax(scores.masked_fill(_future(scores.shape[-1]), 0.0), dim=-1)
+
+
+def mask_diagonal_blocked(scores):
+    T = scores.shape[-1]
+    blocked = torch.triu(torch.ones(T, T, dtype=torch.bool))  # the diagonal too
+    return torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1)
+
+
+def tril_then_softmax(scores):
+    return torch.softmax(torch.tril(scores), dim=-1)
+
+
+def softmax_then_renormalise(scores):
+    w = torch.softmax(scores, dim=-1).masked_fill(_future(scores.shape[-1]), 0.0)
+    return w / w.sum(dim=-1, keepdim=True)
+
+
+def softmax_then_zero_only(scores):
+    return torch.softmax(scores, dim=-1).masked_fill(_future(scores.shape[-1]), 0.0)
+
+
+def mha_from_causal(ca):
+    mha = MultiHeadAttention(ca.d_out, 1, ca.context_length)
+    with torch.no_grad():
+        for mine, theirs in ((mha.W_q, ca.W_q), (mha.W_k, ca.W_k), (mha.W_v, ca.W_v)):
+            mine.weight.copy_(theirs.weight)
+        mha.W_o.weight.copy_(torch.eye(ca.d_out))
+        mha.W_o.bias.zero_()
+    return mha
+
+
+def mha_without_identity_out(ca):
+    mha = mha_from_causal(ca)
+    torch.nn.init.normal_(mha.W_o.weight)
+    return mha
+
+
+def mha_two_heads(ca):
+    return MultiHeadAttention(ca.d_out, 2, ca.context_length)
+
+
+def sliding_mask(T, window):
+    ones = torch.ones(T, T, dtype=torch.bool)
+    return torch.triu(ones, diagonal=1) | torch.tril(ones, diagonal=-window)
+
+
+def sliding_off_by_one(T, window):
+    ones = torch.ones(T, T, dtype=torch.bool)
+    return torch.triu(ones, diagonal=1) | torch.tril(ones, diagonal=-window - 1)
+
+
+def sliding_inverted(T, window):
+    return ~sliding_mask(T, window)
+
+
+def sliding_float(T, window):
+    return sliding_mask(T, window).float()
+
+
+def sliding_future_open(T, window):
+    return torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-window)
+
+
+def train_with_heads(n_heads):
+    return train_tiny_lm("previous", n_heads=n_heads, n_rows=512, progress=False)
+
+
+def previous_token_share(weights):
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+
+
+def previous_share_wrong_offset(weights):
+    return weights.diagonal(offset=1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+
+
+def previous_share_all_heads(weights):
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean()
+
+
+def predicted_score_variance(d_head, scaled):
+    return 1.0 if scaled else float(d_head)
+
+
+def predicted_std_not_variance(d_head, scaled):
+    return 1.0 if scaled else math.sqrt(d_head)
+
+
+def einsum_attention(q, k, v, mask=None):
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return torch.einsum("bhqk,bhkd->bhqd", weights, v), weights
+
+
+def einsum_unscaled(q, k, v, mask=None):
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, k)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return torch.einsum("bhqk,bhkd->bhqd", weights, v), weights
+
+
+def einsum_transposed_scores(q, k, v, mask=None):
+    scores = torch.einsum("bhkd,bhqd->bhqk", k, q) / math.sqrt(q.shape[-1])
+    scores = scores.transpose(-2, -1)  # keys on the rows
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return torch.einsum("bhqk,bhkd->bhqd", weights, v), weights
+
+
+def einsum_inverted_mask(q, k, v, mask=None):
+    return einsum_attention(q, k, v, None if mask is None else ~mask)
+
+
+def split_heads(x, n_heads):
+    B, T, D = x.shape
+    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)
+
+
+def split_heads_no_transpose(x, n_heads):
+    B, T, D = x.shape
+    return x.view(B, n_heads, T, D // n_heads)
+
+
+def split_heads_strided(x, n_heads):
+    B, T, D = x.shape
+    return x.view(B, T, D // n_heads, n_heads).permute(0, 3, 1, 2)
+
+
+def fuse_qkv(w_q, w_k, w_v):
+    return torch.cat([w_q, w_k, w_v], dim=0)
+
+
+def fuse_qkv_columns(w_q, w_k, w_v):
+    return torch.cat([w_q, w_k, w_v], dim=1)
+
+
+def fuse_qkv_wrong_order(w_q, w_k, w_v):
+    return torch.cat([w_k, w_q, w_v], dim=0)
+
+
+def param_count(d_model, n_heads, bias=True):
+    return 4 * d_model * d_model + (4 * d_model if bias else 0)
+
+
+def param_count_no_bias(d_model, n_heads, bias=True):
+    return 4 * d_model * d_model
+
+
+def param_count_no_out_proj(d_model, n_heads, bias=True):
+    return 3 * d_model * d_model + (3 * d_model if bias else 0)
+
+
+def padded_causal_mask(lengths, T):
+    j = torch.arange(T)
+    future = j[None, :] > j[:, None]  # (T, T)
+    padding = j[None, :] < (T - lengths)[:, None]  # (B, T)
+    blocked = (future | padding[:, None, :]) & ~torch.eye(T, dtype=torch.bool)  # (B, T, T)
+    return blocked[:, None]  # (B, 1, T, T)
+
+
+def padded_mask_and(lengths, T):
+    j = torch.arange(T)
+    future = j[None, :] > j[:, None]
+    padding = j[None, :] < (T - lengths)[:, None]
+    return (future & padding[:, None, :])[:, None]
+
+
+def padded_mask_all_blocked_rows(lengths, T):
+    j = torch.arange(T)
+    future = j[None, :] > j[:, None]
+    padding = j[None, :] < (T - lengths)[:, None]
+    return (future | padding[:, None, :])[:, None]
+
+
+def padded_mask_no_head_axis(lengths, T):
+    return padded_causal_mask(lengths, T)[:, 0]
+
+
+CASES = [
+    # checker, reference solution, [(typical mistake, words the verdict must contain)]
+    (
+        ex.check_mask_then_softmax,
+        mask_then_softmax,
+        [
+            (mask_inverted, "blocks the past and lets the future through"),
+            (mask_with_zero, "not to -inf"),
+            (mask_diagonal_blocked, "NaN"),
+            (softmax_then_zero_only, "sum to"),
+        ],
+    ),
+    (
+        ex.check_tril_then_softmax,
+        tril_then_softmax,
+        [(mask_then_softmax, "correct mask-then-softmax")],
+    ),
+    (
+        ex.check_softmax_then_renormalise,
+        softmax_then_renormalise,
+        [(softmax_then_zero_only, "no longer sum to 1"), (tril_then_softmax, "not to -inf")],
+    ),
+    (
+        ex.check_mha_from_causal,
+        mha_from_causal,
+        [(mha_without_identity_out, "W_o"), (mha_two_heads, "n_heads=2")],
+    ),
+    (
+        ex.check_sliding_mask,
+        sliding_mask,
+        [
+            (sliding_inverted, "exact opposite"),
+            (sliding_off_by_one, "positions; it should see"),
+            (sliding_float, "dtype"),
+            (sliding_future_open, "future positions are not blocked"),
+        ],
+    ),
+    (
+        ex.check_previous_token_share,
+        previous_token_share,
+        [
+            (previous_share_wrong_offset, "offset=1"),
+            (previous_share_all_heads, "one per head"),
+        ],
+    ),
+    (
+        ex.check_score_variance,
+        predicted_score_variance,
+        [(predicted_std_not_variance, "standard deviation")],
+    ),
+    (
+        ex.check_einsum_attention,
+        einsum_attention,
+        [
+            (einsum_unscaled, "not scaled"),
+            (einsum_transposed_scores, "transposed"),
+            (einsum_inverted_mask, "blocks the past and lets the future through"),
+        ],
+    ),
+    (
+        ex.check_split_heads,
+        split_heads,
+        [
+            (split_heads_no_transpose, "heads are transposed wrongly"),
+            (split_heads_strided, "every H-th feature"),
+        ],
+    ),
+    (
+        ex.check_fuse_qkv,
+        fuse_qkv,
+        [(fuse_qkv_columns, "dim=0"), (fuse_qkv_wrong_order, "order K, Q, V")],
+    ),
+    (
+        ex.check_param_count,
+        param_count,
+        [(param_count_no_bias, "biases"), (param_count_no_out_proj, "out_proj")],
+    ),
+    (
+        ex.check_padded_causal_mask,
+        padded_causal_mask,
+        [
+            (padded_mask_and, "not &"),
+            (padded_mask_all_blocked_rows, "NaN"),
+            (padded_mask_no_head_axis, "mask[:, None]"),
+        ],
+    ),
+]
+IDS = [checker.__name__ for checker, _, _ in CASES]
+FAST = [case for case in CASES if case[0] is not ex.check_more_heads]
+
+
+def test_every_checker_is_covered_by_these_tests():
+    checkers = {name for name in ex.__all__ if name.startswith("check_")}
+    assert checkers == set(IDS) | {"check_more_heads"}
+
+
+@pytest.mark.parametrize("checker, solution, mistakes", FAST, ids=IDS)
+def test_checker_accepts_the_reference_solution(checker, solution, mistakes, capsys):
+    verdict = checker(solution)
+    out = capsys.readouterr().out
+    assert verdict, out
+    assert out.startswith("✅ passed: ")
+
+
+@pytest.mark.parametrize("checker, solution, mistakes", FAST, ids=IDS)
+def test_checker_names_each_typical_mistake(checker, solution, mistakes, capsys):
+    for mistake, words in mistakes:
+        verdict = checker(mistake)
+        out = capsys.readouterr().out
+        assert not verdict, f"{mistake.__name__} passed"
+        assert out.startswith("❌ not yet: "), out
+        assert words in out, f"{mistake.__name__}: {out}"
+        assert "\n   hint: " in out
+
+
+@pytest.mark.parametrize("checker, solution, mistakes", FAST, ids=IDS)
+def test_an_unsolved_stub_is_not_attempted_yet(checker, solution, mistakes, capsys):
+    verdict = checker(_stub)
+    out = capsys.readouterr().out
+    assert verdict.status == "not attempted yet"
+    assert out.startswith("⏳ not attempted yet: ")
+
+
+@pytest.mark.parametrize("checker, solution, mistakes", FAST, ids=IDS)
+def test_checker_never_raises_whatever_the_answer(checker, solution, mistakes, capsys):
+    def crashes(*args, **kwargs):
+        raise RuntimeError("shape '[2, 3]' is invalid")
+
+    answers = [crashes, lambda *a, **k: None, lambda *a, **k: "text", lambda *a, **k: (1, 2)]
+    for answer in answers + [42]:
+        verdict = checker(answer)
+        out = capsys.readouterr().out
+        assert not verdict
+        assert out.startswith("❌ not yet: ")
+        assert "Traceback" not in out
+    checker(crashes)
+    assert "raised RuntimeError: shape '[2, 3]' is invalid" in capsys.readouterr().out
+
+
+def test_checkers_leave_the_global_random_state_alone(capsys):
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    ex.check_mha_from_causal(mha_from_causal)
+    ex.check_einsum_attention(einsum_attention)
+    assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_more_heads_checker_accepts_training_and_rejects_an_untrained_model(capsys):
+    assert ex.check_more_heads(train_with_heads)
+    assert "H=8 (d_head 4)" in capsys.readouterr().out
+
+    def untrained(n_heads):
+        return train_tiny_lm("previous", n_heads=n_heads, epochs=1, n_rows=32, progress=False)
+
+    def wider(n_heads):
+        return train_tiny_lm("previous", n_heads=n_heads, d_model=8 * n_heads, progress=False)
+
+    assert not ex.check_more_heads(untrained)
+    assert "near chance" in capsys.readouterr().out
+    assert not ex.check_more_heads(wider)
+    assert "keeps d_model=32" in capsys.readouterr().out
+    assert not ex.check_more_heads(_stub)
+    assert capsys.readouterr().out.startswith("⏳ not attempted yet")
+
+
+def test_a_verdict_shows_nothing_extra_when_it_ends_a_cell():
+    verdict = ex.Verdict("passed", "fine")
+    assert verdict._ipython_display_() is None
+    assert str(verdict) == "✅ passed: fine"
+
+
+# --- the learner notebook ---------------------------------------------------------------
+
+
+def test_stub_replaces_each_block_and_keeps_its_indentation():
+    source = (
+        "def f(x):\n"
+        '    """Doc."""\n'
+        "    ### BEGIN SOLUTION\n"
+        "    y = x + 1\n"
+        "    return y\n"
+        "    ### END SOLUTION\n"
+        "\n"
+        "\n"
+        "def g():\n"
+        "    if True:\n"
+        "        ### BEGIN SOLUTION\n"
+        "        return 2\n"
+        "        ### END SOLUTION"
+    )
+    assert make_exercises.stub_code(source) == (
+        'def f(x):\n    """Doc."""\n    raise NotImplementedError\n\n\n'
+        "def g():\n    if True:\n        raise NotImplementedError"
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "### BEGIN SOLUTION\nx = 1\n### END SOLUTION",  # at top level: the notebook would stop
+        "def f():\n    ### BEGIN SOLUTION\n    return 1",  # never closed
+        "def f():\n    return 1\n    ### END SOLUTION",  # never opened
+    ],
+)
+def test_a_malformed_solution_block_is_refused(source):
+    with pytest.raises(make_exercises.MarkerError):
+        make_exercises.stub_code(source)
+
+
+def test_markdown_solution_text_and_solution_cells_are_left_out():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(
+            "# Title<!-- BEGIN SOLUTION --> (solutions)<!-- END SOLUTION -->"
+        ),
+        nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["solution"]}),
+        nbformat.v4.new_code_cell(
+            "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"
+        ),
+    ]
+    learner = make_exercises.learner_notebook(nb)
+    assert [c.source for c in learner.cells] == [
+        "# Title",
+        "def f():\n    raise NotImplementedError",
+    ]
+    assert len(nb.cells) == 3  # the solutions notebook itself is untouched
+
+
+def test_learner_notebook_is_up_to_date_with_the_solutions():
+    problems = make_exercises.stale_cells()
+    assert not problems, "run `make exercises`: " + "; ".join(problems)
+
+
+def test_an_edit_to_the_solutions_makes_the_learner_notebook_out_of_date(tmp_path):
+    solutions = nbformat.read(make_exercises.SOLUTIONS, as_version=4)
+    cell = next(c for c in solutions.cells if "def sliding_mask" in c.source)
+    cell.source = cell.source.replace("def sliding_mask(T, window):", "def sliding_mask(T, w):")
+    edited = tmp_path / "exercises_solutions.ipynb"
+    nbformat.write(solutions, edited)
+    problems = make_exercises.stale_cells(edited, make_exercises.LEARNER)
+    assert len(problems) == 1 and "differs" in problems[0]
+
+
+def test_learner_notebook_has_no_solution_left_and_a_stub_per_block():
+    solutions = nbformat.read(make_exercises.SOLUTIONS, as_version=4)
+    learner = nbformat.read(make_exercises.LEARNER, as_version=4)
+    blocks = sum(c.source.count("### BEGIN SOLUTION") for c in solutions.cells)
+    code = [c for c in learner.cells if c.cell_type == "code"]
+    stubs = sum(c.source.count("raise NotImplementedError") for c in code)
+    assert blocks >= 12 and stubs == blocks
+    text = "\n".join(c.source for c in learner.cells)
+    assert "SOLUTION" not in text
+
+
+def _exercise_and_check_cells(path):
+    """(exercise cell, the cell after it) for every cell holding a solution block or a stub."""
+    cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    return [
+        (cell, cells[i + 1])
+        for i, cell in enumerate(cells)
+        if "raise NotImplementedError" in cell.source or "### BEGIN SOLUTION" in cell.source
+    ]
+
+
+def test_each_exercise_is_followed_by_a_check_cell_in_both_notebooks():
+    for path in (make_exercises.SOLUTIONS, make_exercises.LEARNER):
+        for exercise, check in _exercise_and_check_cells(path):
+            assert check.source.startswith("check_"), (path.name, exercise.source[:60])
+
+
+def _printed(path):
+    return [
+        "".join(o.get("text", "") for o in c.outputs) for _, c in _exercise_and_check_cells(path)
+    ]
+
+
+def test_solutions_notebook_shows_every_check_passed():
+    printed = _printed(make_exercises.SOLUTIONS)
+    assert len(printed) >= 12
+    assert all(text.startswith("✅ passed: ") for text in printed), printed
+
+
+def test_learner_notebook_shows_not_attempted_yet_for_each_check():
+    printed = _printed(make_exercises.LEARNER)
+    assert len(printed) == len(_printed(make_exercises.SOLUTIONS))
+    assert all(text.startswith("⏳ not attempted yet: ") for text in printed), printed
