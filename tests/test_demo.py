@@ -41,7 +41,7 @@ def test_demo_prints_a_falling_loss_that_ends_near_zero(demo):
     stdout, _ = demo
     epochs = [float(v) for v in re.findall(r"epoch \d+: mean training loss (\d+\.\d+)", stdout)]
     assert len(epochs) == 3, stdout
-    assert epochs[0] > epochs[1] >= epochs[2]
+    assert epochs[0] > 10 * max(epochs[1:])  # the first epoch learns, later ones sit near 0
     final = re.search(r"held-out loss (\d+\.\d+), accuracy (\d+\.\d)%", stdout)
     assert final, stdout
     assert float(final.group(1)) <= 0.01
@@ -73,3 +73,10 @@ def test_demo_refuses_a_head_that_does_not_exist(capsys):
         run(["--head", "4", "--n-heads", "4"])
     err = capsys.readouterr().err
     assert "--head=4" in err and "from 0 to 3" in err
+
+
+def test_an_unknown_command_names_it_and_the_known_ones():
+    from attention_lab.__main__ import main
+
+    with pytest.raises(SystemExit, match="'frobnicate'.*'demo' or 'bench'"):
+        main(["frobnicate"])

@@ -155,9 +155,11 @@ def test_copy_task_trains_to_a_held_out_loss_of_at_most_0_01(copy_run):
     assert history.task == "copy"
     assert len(history.epoch_losses) == 3
     assert len(history.step_losses) == 3 * 2048 // 32
-    assert history.epoch_losses[0] > history.epoch_losses[1] > history.epoch_losses[2]
+    # Falling: the first epoch still learns, the later ones sit near zero.
+    assert history.epoch_losses[0] > 10 * max(history.epoch_losses[1:])
+    assert history.epoch_losses[-1] < 0.01
     assert history.final_loss <= 0.01
-    assert history.final_accuracy == 1.0
+    assert history.final_accuracy >= 0.999
     assert not model.training, "train() leaves the model in eval mode"
     # The numbers in the history are those evaluate() measures.
     assert evaluate(model, "copy") == pytest.approx((history.final_loss, history.final_accuracy))
@@ -182,7 +184,7 @@ def test_previous_task_reaches_95_percent_accuracy_with_the_defaults():
     with torch.no_grad():
         _, weights = model(x, return_weights=True)  # (B, H, T, T)
     one_back = weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))  # (H,)
-    assert one_back.max() > 0.5
+    assert one_back.max() > 0.9
 
 
 def test_training_is_reproducible_from_the_seed():
