@@ -97,6 +97,14 @@ def test_mask_of_the_wrong_shape_names_both_shapes_and_how_to_slice():
         attention(q, q, q, causal_mask(5))
 
 
+@pytest.mark.parametrize("shape", [(3, 4, 4), (5, 2, 4, 4)])
+def test_mask_whose_leading_dimensions_do_not_fit_the_scores_is_refused(shape):
+    """(5, 2, 4, 4) used to broadcast silently and grow the output to 4 dimensions."""
+    q = torch.randn(2, 4, 8)  # (B, T, d_k)
+    with raises(ValueError, f"shape {shape}", "scores (2, 4, 4)", "pass a (4, 4) mask"):
+        attention(q, q, q, torch.zeros(shape, dtype=torch.bool))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.uint8])
 def test_mask_of_the_wrong_dtype_names_it_and_says_use_bool(dtype):
     q = torch.randn(1, 4, 8)  # (B, T, d_k)

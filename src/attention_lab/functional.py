@@ -53,7 +53,23 @@ def attention(
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
     if mask is not None:
         check_mask(mask, q.shape[-2], k.shape[-2])
+        _check_mask_broadcasts(mask, scores.shape)
         scores = scores.masked_fill(mask, float("-inf"))  # (..., T_q, T_k)
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return dropped @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+def _check_mask_broadcasts(mask: torch.Tensor, scores_shape: torch.Size) -> None:
+    """The mask's leading dimensions must broadcast to the scores' without growing them."""
+    try:
+        fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+    except RuntimeError:
+        fits = False
+    if not fits:
+        lead = tuple(scores_shape[:-2])
+        raise ValueError(
+            f"mask has shape {tuple(mask.shape)}, which does not broadcast to the scores "
+            f"{tuple(scores_shape)}; pass a ({scores_shape[-2]}, {scores_shape[-1]}) mask, or "
+            f"give it leading dimensions of size 1 or equal to {lead}"
+        )
