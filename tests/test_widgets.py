@@ -296,3 +296,14 @@ def test_plot_heads_still_labels_outer_panels_only():
     assert panels[1].get_yticklabels() == []  # inner panels carry no labels
     assert [t.get_text() for t in panels[4].get_xticklabels()] == list("abcde")
     assert panels[0].get_xticklabels() == []
+
+
+def test_the_snapshot_is_a_static_copy_of_the_picture_on_show():
+    ex = AttentionExplorer(n_heads=2, d_model=16, sequence="4 5 6")
+    fig = ex.snapshot()
+    panels = [ax for ax in fig.axes if ax.images and ax.get_title()]
+    assert [ax.get_title() for ax in panels] == titles(ex)
+    for ax, weights in zip(panels, ex.weights):
+        np.testing.assert_array_equal(ax.images[0].get_array(), weights)
+    assert fig.get_suptitle() == ex.figure.get_suptitle()
+    assert fig is not ex.figure

@@ -147,7 +147,9 @@ class HeadGrid:
         if len(tokens) != T:
             raise ValueError(f"got {len(tokens)} token labels for T={T} positions")
         self.tokens = tokens
-        rotation = 90 if max(map(len, tokens)) > 2 else 0
+        longest = max(map(len, tokens))
+        # side by side, labels of two characters collide beyond a dozen columns: stand them up
+        rotation = 90 if longest > 2 or (longest == 2 and T > 12) else 0
         for i, ax in enumerate(self.axes):
             if self._is_bottom(i):
                 ax.set_xticks(range(T), tokens, rotation=rotation, fontsize=7)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from ._checks import check_heads
-from .plotting import HeadGrid
+from .plotting import HeadGrid, LabFigure, plot_heads
 from .tasks import TASKS, make_batch
 from .tiny_lm import TinyLM
 from .training import TrainHistory, evaluate, train_tiny_lm
@@ -230,6 +230,7 @@ class AttentionExplorer(widgets.VBox):
         self._grids: dict[tuple, HeadGrid] = {}  # one HeadGrid per (panels, tokens)
         self._models: dict[tuple, tuple[TinyLM, TrainHistory | None]] = {}
         self._metrics_cache: dict[tuple, str] = {}
+        self._labels: tuple = ()  # tokens, titles, suptitle of the picture on show
         self._holding = False
         super().__init__(
             [
@@ -373,6 +374,7 @@ class AttentionExplorer(widgets.VBox):
         self.image.value = grid.to_png()
         self.image.layout.display = None
         self.figure, self.weights, self.history = grid.figure, w, history
+        self._labels = (tokens, titles, grid.suptitle.get_text())
         self.status.value = (
             f"<b>{s['n_heads']} heads · d_head = {d_head}</b> · {len(heads)} "
             f"panel{'s' if len(heads) > 1 else ''}"
@@ -382,6 +384,14 @@ class AttentionExplorer(widgets.VBox):
             self._metrics_cache[key] = self._metrics_html(model, history, s["task"])
         self.metrics.value = self._metrics_cache[key]
         self.message.value = ""
+
+    def snapshot(self) -> LabFigure:
+        """The picture on show as a static ``plot_heads`` figure: end a cell with it so
+        readers without a live kernel (GitHub, a PDF) see what the explorer shows."""
+        if self.weights is None:
+            raise ValueError("the explorer has not drawn anything yet; fix the message first")
+        tokens, titles, suptitle = self._labels
+        return plot_heads(self.weights, tokens=tokens, titles=titles, suptitle=suptitle)
 
     def _grid(self, n_panels: int, tokens: list[str]) -> HeadGrid:
         key = (n_panels, tuple(tokens))
