@@ -437,6 +437,8 @@ def write_csv(rows: list[Row], path: Path) -> None:
 
 
 def plot_ratios(tables: list[list[Row]], path: Path) -> None:
+    from matplotlib.ticker import NullFormatter
+
     from .plotting import LabFigure
 
     fig = LabFigure(figsize=(7, 2.2 + 1.6 * len(tables)), dpi=100)
@@ -449,6 +451,14 @@ def plot_ratios(tables: list[list[Row]], path: Path) -> None:
         ax.axvline(1.0, color="black", lw=1)
         ax.set_yticks(list(y), [r.implementation for r in rows], fontsize=8)
         ax.set_xscale("log")
+        ratios = [r.ratios[k] for r in rows for k in ("fwd_ms", "fwd_bwd_ms")]
+        ticks = [
+            t
+            for t in (0.25, 0.5, 1, 2, 4, 8, 16, 32, 64)
+            if min(ratios) / 2 <= t <= max(ratios) * 2
+        ]
+        ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         r0 = rows[0]
         ax.set_title(f"{r0.shape}: B={r0.B} T={r0.T} D={r0.D} H={r0.H}", fontsize=9)
         ax.set_xlabel(f"time / time of the {REFERENCE} (log scale)")
