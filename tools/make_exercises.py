@@ -35,7 +35,11 @@ LEARNER = ROOT / "notebooks" / "exercises.ipynb"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = "raise NotImplementedError"
 SOLUTION_TAG = "solution"
-MARKDOWN_SOLUTION = re.compile(r"<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->\n?", re.DOTALL)
+# a block on lines of its own goes with its line break; a block inside a line leaves the line
+MARKDOWN_BLOCK = re.compile(
+    r"^<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->[ \t]*(\n|$)", re.DOTALL | re.MULTILINE
+)
+MARKDOWN_INLINE = re.compile(r"<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->", re.DOTALL)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from badges import badge_source  # noqa: E402
@@ -73,7 +77,7 @@ def stub_code(source: str, where: str = "a cell") -> str:
 
 
 def stub_markdown(source: str) -> str:
-    return MARKDOWN_SOLUTION.sub("", source)
+    return MARKDOWN_INLINE.sub("", MARKDOWN_BLOCK.sub("", source))
 
 
 def learner_notebook(solutions):
