@@ -260,6 +260,9 @@ def test_headgrid_paints_the_same_pixels_as_a_full_draw(n_panels):
         ([f"h{h}" for h in range(n_panels)], "b"),  # every title changes
         ([f"h{h}" for h in range(n_panels)], "b"),  # only the numbers change
         (None, "a longer suptitle"),
+        (None, "a"),  # back to texts shown before: their pixels come from the cache
+        ([f"h{h}" for h in range(n_panels)], "b"),
+        ([f"h{h}" for h in range(n_panels)], "a"),
     ]
     for i, (titles_, suptitle) in enumerate(steps):
         weights = rng.random((n_panels, 6, 6))

@@ -24,6 +24,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 CMAP = sns.color_palette("rocket_r", as_cmap=True)
 SHADES = " .:-=+*#%@"  # text heatmap, from weight 0 to weight 1
@@ -203,6 +204,7 @@ class HeadGrid:
         self._background = canvas.copy_from_bbox(self.figure.bbox)
         self._renderer = canvas.get_renderer()
         self._painted = [None] * len(texts)  # (text, pixel box) of each title on show
+        self._title_pixels = {}  # (title number, text) -> its painted pixels and box
         for artist in self._changing_artists():
             artist.set_visible(True)
         for t, text in zip(texts, saved):
@@ -223,7 +225,8 @@ class HeadGrid:
         figure without heatmaps, frames and titles and keeps that picture. Every call then
         restores the kept pixels under each panel and paints heatmap and frame on top (the
         same pixels a full draw gives); a title is repainted only when its text changed,
-        because text is the slow part.
+        and a title shown before is copied from a cache of its pixels: drawing text is
+        the slow part.
         """
         canvas = self.figure.canvas
         if self._background is None or canvas.get_renderer() is not self._renderer:
@@ -244,13 +247,26 @@ class HeadGrid:
             ax.draw_artist(image)
             for spine in ax.spines.values():
                 ax.draw_artist(spine)
-        for i in changed:  # 3) paint the new titles
+        for i in changed:  # 3) paint the new titles, from the cache when shown before
             t = texts[i]
-            if t.axes is not None:
-                t.axes.draw_artist(t)
+            key = (i, t.get_text())
+            if key in self._title_pixels:
+                region, extents = self._title_pixels[key]
+                canvas.restore_region(region)
             else:
-                self.figure.draw_artist(t)
-            painted[i] = (t.get_text(), t.get_window_extent().extents)
+                if t.axes is not None:
+                    t.axes.draw_artist(t)
+                else:
+                    self.figure.draw_artist(t)
+                extents = t.get_window_extent().extents
+                if len(self._title_pixels) > 256:  # many different titles: start afresh
+                    self._title_pixels.clear()
+                # keep the pixels only of a title that touches no other title
+                if not any(p and j != i and _touch(p[1], extents) for j, p in enumerate(painted)):
+                    x0, y0, x1, y1 = extents
+                    box = Bbox.from_extents(x0 - 2, y0 - 2, x1 + 2, y1 + 2)
+                    self._title_pixels[key] = (canvas.copy_from_bbox(box), extents)
+            painted[i] = (t.get_text(), extents)
         return np.asarray(canvas.buffer_rgba())
 
     def to_png(self) -> bytes:
