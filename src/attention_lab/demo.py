@@ -32,7 +32,6 @@ def run(argv: list[str] | None = None) -> None:
             f"--head={args.head} does not exist with --n-heads={args.n_heads}; "
             f"pick a head from 0 to {args.n_heads - 1}"
         )
-    torch.set_num_threads(min(torch.get_num_threads(), 2))
 
     print(
         f"TinyLM on the {args.task} task: n_heads={args.n_heads}, d_model={args.d_model}, "

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 
 
@@ -13,3 +16,20 @@ def pick_device() -> torch.device:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+@contextmanager
+def cpu_threads(n: int | None) -> Iterator[None]:
+    """Run a block with torch using ``n`` CPU threads, then put the old number back.
+
+    ``None`` leaves torch's setting alone.
+    """
+    if n is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

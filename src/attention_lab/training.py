@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from ._checks import check_positive
+from .device import cpu_threads
 from .tasks import IGNORE_INDEX, make_batch
 from .tiny_lm import TinyLM
 
@@ -57,13 +58,23 @@ def train(
     lr: float = 1e-2,
     seed: int = 0,
     progress: bool = True,
+    threads: int | None = 1,
 ) -> TrainHistory:
     """Train ``model`` in place with Adam on ``n_rows`` rows of ``task`` for ``epochs`` passes.
 
     The defaults are the setting of seed 000 (with ``TinyLM()``'s defaults: n_heads=4,
     d_model=32, T=12, vocab 64): the loss falls from about ln 64 = 4.16 to below 0.01.
     The data and its order come from ``seed``; seed the model's initialisation yourself.
+
+    ``threads`` is how many CPU threads torch uses while training (restored afterwards;
+    ``None`` leaves it alone). A model this small trains fastest on one: with the other
+    core busy, the seed's setting took 1.3 s on one thread and 9.9 s on two.
     """
+    with cpu_threads(threads):
+        return _train(model, task, epochs, n_rows, batch_size, lr, seed, progress)
+
+
+def _train(model, task, epochs, n_rows, batch_size, lr, seed, progress) -> TrainHistory:
     for name, value in (("epochs", epochs), ("n_rows", n_rows), ("batch_size", batch_size)):
         check_positive(name, value)
     device = next(model.parameters()).device
