@@ -56,7 +56,8 @@ bench: $(STAMP)
 	$(BIN)/python -m attention_lab bench
 
 explore: $(STAMP)
-	$(BIN)/voila notebooks/explorer.ipynb --Voila.ip=127.0.0.1
+	JUPYTER_PATH=$(CURDIR)/share/jupyter $(BIN)/voila notebooks/explorer.ipynb \
+	    --Voila.ip=127.0.0.1 --template=attention-lab
 
 exercises: $(STAMP)
 	$(BIN)/python tools/make_exercises.py

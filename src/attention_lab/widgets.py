@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ._checks import check_heads
+from .device import cpu_threads
 from .plotting import HeadGrid, LabFigure, plot_heads
 from .tasks import TASKS, make_batch
 from .tiny_lm import TinyLM
@@ -88,18 +89,6 @@ def parse_sequence(
     return ids
 
 
-@contextlib.contextmanager
-def _one_thread():
-    """Train on one CPU thread: a model this small gains nothing from more, and on a busy
-    machine extra threads waiting for each other make training many times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def train_setting(
     task: str, d_model: int, n_heads: int, mask_kind: str, window: int | None
 ) -> tuple[TinyLM, TrainHistory]:
@@ -108,7 +97,7 @@ def train_setting(
     The global random state is left as it was, so a notebook's own seeded cells give the
     same numbers whether or not the explorer trained in between.
     """
-    with torch.random.fork_rng(devices=[]), _one_thread():
+    with torch.random.fork_rng(devices=[]), cpu_threads(1):
         return train_tiny_lm(
             task,
             vocab_size=VOCAB_SIZE,
@@ -363,7 +352,7 @@ class AttentionExplorer(widgets.VBox):
             s["trained"], s["task"], s["d_model"], s["n_heads"], s["mask"], window
         )
         x = torch.tensor([ids])  # (1, T)
-        with torch.no_grad(), _one_thread():
+        with torch.no_grad(), cpu_threads(1):
             _, weights = model(x, return_weights=True)  # (1, H, T, T)
         heads = list(range(s["n_heads"])) if s["head"] == ALL_HEADS else [s["head"]]
         w = weights[0, heads].numpy()  # (panels, T, T)
