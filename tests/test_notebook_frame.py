@@ -1,0 +1,78 @@
+"""Every notebook keeps the chapter's frame (STYLE.md) and is committed as a clean run.
+
+nbval checks that the outputs are reproduced; these tests check what nbval does not:
+the frame, the Colab cells generated from pyproject's Repository URL, and that the stored
+outputs come from one top-to-bottom run.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import badges  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _cells_tagged(nb, tag):
+    return [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=lambda p: p.name)
+def notebook(request):
+    return request.param, nbformat.read(request.param, as_version=4)
+
+
+def test_the_chapter_has_its_notebooks():
+    names = {p.name for p in NOTEBOOKS}
+    chapter = [
+        "01_weighted_average.ipynb",
+        "02_query_key_value.ipynb",
+        "03_scaling.ipynb",
+        "04_causal_mask.ipynb",
+        "05_causal_head.ipynb",
+        "06_multi_head.ipynb",
+        "07_fused_qkv.ipynb",
+        "08_training_copy_task.ipynb",
+    ]
+    missing = [name for name in chapter if name not in names]
+    assert not missing, f"missing notebooks: {missing}"
+
+
+def test_notebook_opens_with_a_title_and_learning_goals(notebook):
+    path, nb = notebook
+    first = nb.cells[0]
+    assert first.cell_type == "markdown" and first.source.startswith("# "), path.name
+    assert "learning goals" in first.source.lower() or "you will" in first.source.lower()
+
+
+def test_colab_badge_and_setup_cell_match_the_repository_url(notebook):
+    path, nb = notebook
+    badge = _cells_tagged(nb, "colab-badge")
+    setup = _cells_tagged(nb, "colab-setup")
+    assert len(badge) == 1 and len(setup) == 1, f"{path.name}: needs one badge and one setup cell"
+    assert badge[0].source == badges.badge_source(path.name), "run `make badges`"
+    assert setup[0].source == badges.setup_source(), "run `make badges`"
+
+
+def test_notebook_is_committed_as_one_clean_top_to_bottom_run(notebook):
+    path, nb = notebook
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    counts = [c.execution_count for c in code]
+    assert counts == list(range(1, len(code) + 1)), f"{path.name}: re-run it top to bottom"
+    errors = [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"{path.name} has stored error outputs"
+
+
+def test_notebook_closes_with_what_we_built_and_a_way_on(notebook):
+    path, nb = notebook
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "what we built" in markdown.lower() or "what you built" in markdown.lower(), path.name
+    if path.name.startswith("0"):
+        assert "[Next" in markdown, f"{path.name} should point to the next notebook"
