@@ -361,12 +361,18 @@ def plot_lines(
     logx: bool = False,
     logy: bool = False,
     markers: bool = True,
+    reference: Mapping[str, Sequence[float]] | None = None,
+    connect: bool = True,
 ) -> LabFigure:
     """One labelled line per entry of ``ys`` against ``x``: for measured curves
-    (variance against d_head, time against T, ...)."""
+    (variance against d_head, time against T, ...). ``reference`` curves (a prediction,
+    a fitted slope) are drawn dashed and grey, under the measurements; ``connect=False``
+    draws the measurements as dots only, so a reference line under them stays visible."""
     fig = LabFigure(figsize=(6, 3.4), dpi=100)
     ax = fig.subplots()
     ax.set_facecolor("white")
+    for label, values in (reference or {}).items():
+        ax.plot(list(x), list(values), "--", color="grey", lw=1.2, label=label)
     colours = sns.color_palette("deep", len(ys))
     for (label, values), colour in zip(ys.items(), colours):
         ax.plot(
@@ -374,8 +380,8 @@ def plot_lines(
             list(values),
             label=label,
             color=colour,
-            lw=1.5,
-            marker="o" if markers else None,
+            lw=1.5 if connect else 0,
+            marker="o" if markers or not connect else None,
             ms=4,
         )
     if logx:
