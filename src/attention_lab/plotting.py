@@ -99,12 +99,19 @@ class HeadGrid:
         ncols = ncols or min(n_panels, 4)
         nrows = math.ceil(n_panels / ncols)
         self.ncols, self.nrows = ncols, nrows
-        self.figure = LabFigure(
-            figsize=(panel_size * ncols + 1.2, panel_size * nrows + 0.7), dpi=dpi
-        )
+        # margins in inches, so one panel has as much room for its labels as eight
+        left, right, bottom, top, gap = 0.85, 1.15, 0.85, 0.7, 0.45
+        width = left + right + panel_size * ncols + 0.25 * panel_size * (ncols - 1)
+        height = bottom + top + panel_size * nrows + gap * (nrows - 1)
+        self.figure = LabFigure(figsize=(width, height), dpi=dpi)
         axes = self.figure.subplots(nrows, ncols, squeeze=False)
         self.figure.subplots_adjust(
-            left=0.08, right=0.86, bottom=0.1, top=0.86, wspace=0.25, hspace=0.45
+            left=left / width,
+            right=1 - right / width,
+            bottom=bottom / height,
+            top=1 - top / height,
+            wspace=0.25,
+            hspace=gap / panel_size,
         )
         self.axes = list(axes.flat[:n_panels])
         for ax in axes.flat[n_panels:]:
@@ -122,7 +129,9 @@ class HeadGrid:
             if self._is_left(i):
                 ax.set_ylabel("query (looking)", fontsize=8, color="black")
         self.set_tokens(tokens)
-        cax = self.figure.add_axes((0.89, 0.1, 0.02, 0.76))
+        cax = self.figure.add_axes(
+            (1 - (right - 0.25) / width, bottom / height, 0.15 / width, 1 - (bottom + top) / height)
+        )
         bar = self.figure.colorbar(self.images[0], cax=cax)
         bar.set_label("attention weight", color="black")
         bar.ax.tick_params(colors="black")
