@@ -41,8 +41,10 @@ FAST = "MHSA fast path"
 COMPILED = "MHSA fast, torch.compile"
 
 # name -> (B, T, D, H)
-FULL_SHAPES = {"GPT-2 small": (8, 1024, 768, 12), "chapter": (32, 12, 32, 4)}
-QUICK_SHAPES = {"tiny": (2, 32, 32, 4), "chapter": (32, 12, 32, 4)}
+# The small shape runs first: measured after the big one in the same process, its no-grad
+# forward calls once came out ~40 ms each instead of ~0.5 ms (cause not yet found).
+FULL_SHAPES = {"chapter": (32, 12, 32, 4), "GPT-2 small": (8, 1024, 768, 12)}
+QUICK_SHAPES = {"chapter": (32, 12, 32, 4), "tiny": (2, 32, 32, 4)}
 
 
 class ImplementationCheckError(AssertionError):
@@ -318,15 +320,17 @@ def measure_shape(
     fwd_bwd = {
         name: _forward_backward(m, x, grad, list(m.parameters())) for name, m in impls.items()
     }
+    # the machine's matmul speed first, on its own: timed in turn with tiny calls, the BLAS
+    # threads that a big matmul leaves spinning would slow down whatever runs right after it
     matmul, matmul_flops = _matmul(matmul_n)
+    matmul_ms = interleaved_medians({"matmul": matmul}, max(repeats, 9), warmup=2)["matmul"]
+    matmul_gflops = matmul_flops / (matmul_ms * 1e-3) / 1e9
     # calls well under a millisecond are timed in groups so the clock's own cost vanishes
-    number = max(1, min(50, int(0.02 / max(_seconds(fwd[REFERENCE]), 1e-6))))
+    per_call = min(_seconds(fwd[REFERENCE]) for _ in range(3))
+    number = max(1, min(50, int(0.02 / max(per_call, 1e-6))))
     warmup = 1 if number == 1 else 3
-    fwd_ms = interleaved_medians({**fwd, "matmul": matmul}, repeats, warmup, number=1)
-    if number > 1:  # small shapes: re-time the attention calls in groups (matmul stays single)
-        fwd_ms.update(interleaved_medians(fwd, repeats, warmup, number))
+    fwd_ms = interleaved_medians(fwd, repeats, warmup, number)
     fwd_bwd_ms = interleaved_medians(fwd_bwd, repeats, warmup, number)
-    matmul_gflops = matmul_flops / (fwd_ms.pop("matmul") * 1e-3) / 1e9
     flops = attention_flops(B, T, D)
 
     rows = []
@@ -376,6 +380,8 @@ def format_table(rows: list[Row]) -> str:
         f"{r0.shape}: B={r0.B} T={r0.T} D={r0.D} H={r0.H}   dense forward FLOPs "
         f"{flops / 1e9:.3f} G   machine matmul {r0.matmul_gflops:.1f} GFLOP/s   "
         f"(x = ratio to the {REFERENCE})",
+        "  GFLOP/s = dense FLOPs / forward time; a kernel that skips the masked half of the scores "
+        "can pass 100 % of matmul",
         f"{'implementation':<26}{'fwd ms':>10}{'x':>7}{'fwd+bwd ms':>12}{'x':>7}"
         f"{'fwd MiB':>10}{'x':>7}{'f+b MiB':>10}{'x':>7}{'GFLOP/s':>9}{'% mm':>6}",
     ]
@@ -531,7 +537,7 @@ def run(
         tables.append(rows)
         log(format_table(rows))
     log("")
-    log(format_goals(tables[0]))
+    log(format_goals(max(tables, key=lambda rows: rows[0].T * rows[0].D)))
     if args.quick:
         log("explorer: skipped (--quick)")
     else:
