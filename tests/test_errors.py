@@ -190,6 +190,11 @@ def test_mask_kind_typo_in_the_fused_block_is_caught():
         MultiHeadSelfAttention(8, 2, 8, mask_kind="casual")
 
 
+def test_a_window_without_the_sliding_mask_is_not_silently_ignored():
+    with raises(ValueError, "window=4", "mask_kind='sliding'"):
+        MultiHeadSelfAttention(8, 2, 8, mask_kind="causal", window=4)
+
+
 def test_sliding_mask_without_a_window_asks_for_one():
     with raises(ValueError, "'sliding'", "window=8"):
         MultiHeadSelfAttention(8, 2, 8, mask_kind="sliding")

@@ -51,12 +51,17 @@ def to_sdpa_mask(mask: torch.Tensor) -> torch.Tensor:
 
 def build_mask(kind: str, T: int, window: int | None = None, device=None) -> torch.Tensor:
     """``kind`` is "causal", "sliding" (needs ``window``) or "none"."""
+    if window is not None and kind != "sliding":
+        raise ValueError(
+            f"window={window} only applies to mask_kind='sliding', not mask_kind={kind!r}; "
+            "pass mask_kind='sliding' or leave window out"
+        )
     if kind == "causal":
         return causal_mask(T, device)
     if kind == "sliding":
         if window is None:
-            raise ValueError("mask kind 'sliding' needs a window, e.g. window=8")
+            raise ValueError("mask_kind='sliding' needs a window, e.g. window=8")
         return sliding_window_mask(T, window, device)
     if kind == "none":
         return no_mask(T, device)
-    raise ValueError(f"mask kind={kind!r} is not known; use 'causal', 'sliding' or 'none'")
+    raise ValueError(f"mask_kind={kind!r} is not known; use 'causal', 'sliding' or 'none'")
