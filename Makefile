@@ -6,6 +6,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/python -m pip
+# Jupyter refuses to start as root unless told to (containers, some cloud machines).
+ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
              --ignore-glob='*/.ipynb_checkpoints/*'
 
@@ -30,7 +32,7 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/01_weighted_average.ipynb
+	cd notebooks && ../$(BIN)/jupyter lab 01_weighted_average.ipynb $(ROOT_ARGS) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
