@@ -55,7 +55,7 @@ class ImplementationCheckError(AssertionError):
 
 
 class HeadList(nn.Module):
-    """The seed's first multi-head version: H ``CausalAttention`` heads side by side,
+    """The first multi-head version (notebook 06): H ``CausalAttention`` heads side by side,
     their outputs concatenated, then one output projection W_o."""
 
     def __init__(self, heads: list[CausalAttention], W_o: nn.Linear):

@@ -1,4 +1,4 @@
-"""The seed's ``main.py`` demo: ``python -m attention_lab demo`` (or ``make demo``).
+"""The command-line demo: ``python -m attention_lab demo`` (or ``make demo``).
 
 Trains ``TinyLM`` on the copy task, prints the loss per epoch (starting near
 ln 64 = 4.16), prints one head's weights as a text heatmap and saves a PNG of all heads.

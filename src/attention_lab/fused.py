@@ -1,4 +1,4 @@
-"""``MultiHeadSelfAttention``: the block of seed 000, with one fused QKV projection (notebook 07).
+"""``MultiHeadSelfAttention``: the chapter's block, with one fused QKV projection (notebook 07).
 
 Two parameterised layers only: ``qkv = Linear(D, 3D)`` and ``out_proj = Linear(D, D)``.
 The mask is a buffer covering ``context_length``, sliced to (T, T) on every call.

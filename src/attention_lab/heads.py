@@ -1,6 +1,6 @@
 """One attention head: ``SingleHeadAttention`` (notebook 02) and ``CausalAttention`` (notebook 05).
 
-The APIs are those of the chapter's source text (seed 001). Both take ``x`` of shape
+The classic APIs. Both take ``x`` of shape
 (B, T, d_in) and return (B, T, d_out); pass ``return_weights=True`` to also get the
 (B, T, T) attention weights.
 """

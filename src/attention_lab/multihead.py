@@ -1,4 +1,4 @@
-"""``MultiHeadAttention`` with separate W_q, W_k, W_v, W_o (notebook 06; seed 001's API).
+"""``MultiHeadAttention`` with separate W_q, W_k, W_v, W_o (notebook 06).
 
 The reshape is the heart of it:
 (B, T, D) -> (B, T, H, d_head) -> (B, H, T, d_head), attend per head, then back.
@@ -36,7 +36,7 @@ class MultiHeadAttention(nn.Module):
         n_heads: H, the number of heads; each works in d_head = D // H dimensions.
         context_length: the longest sequence the causal mask covers.
         dropout: probability of dropping an attention weight in training.
-        qkv_bias: whether W_q, W_k, W_v have a bias (the seed's layers have none).
+        qkv_bias: whether W_q, W_k, W_v have a bias (the classic version has none).
     """
 
     def __init__(

@@ -1,6 +1,6 @@
 """Toy tasks to train attention on (notebook 08).
 
-* ``"copy"`` (seed 000): each row is one random id repeated over the whole context; the
+* ``"copy"``: each row is one random id repeated over the whole context; the
   targets are the inputs shifted by one, so the next token always equals the last one.
 * ``"previous"``: random ids; the target at position t is the token at t - 1. A model
   can only solve it by looking one step back, so a trained head lights up the

@@ -1,4 +1,4 @@
-"""``TinyLM``: the smallest model around the attention block (notebook 08; seed 000's demo).
+"""``TinyLM``: the smallest model around the attention block (notebook 08).
 
 token embedding + position embedding -> MultiHeadSelfAttention -> LM head.
 No feed-forward block, residual or layer norm: the chapter leaves those to the next one,

@@ -62,13 +62,13 @@ def train(
 ) -> TrainHistory:
     """Train ``model`` in place with Adam on ``n_rows`` rows of ``task`` for ``epochs`` passes.
 
-    The defaults are the setting of seed 000 (with ``TinyLM()``'s defaults: n_heads=4,
+    The defaults are the chapter's setting (with ``TinyLM()``'s defaults: n_heads=4,
     d_model=32, T=12, vocab 64): the loss falls from about ln 64 = 4.16 to below 0.01.
     The data and its order come from ``seed``; seed the model's initialisation yourself.
 
     ``threads`` is how many CPU threads torch uses while training (restored afterwards;
     ``None`` leaves it alone). A model this small trains fastest on one: with the other
-    core busy, the seed's setting took 1.3 s on one thread and 9.9 s on two.
+    core busy, this setting took 1.3 s on one thread and 9.9 s on two.
     """
     with cpu_threads(threads):
         return _train(model, task, epochs, n_rows, batch_size, lr, seed, progress)
