@@ -7,20 +7,21 @@ import csv
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from attention_lab import MultiHeadSelfAttention
+from attention_lab import MultiHeadSelfAttention, causal_mask, merge_heads, split_heads
 from attention_lab.bench import (
     COMPILED,
     FAST,
     REFERENCE,
     ImplementationCheckError,
-    InvertedMaskBlock,
     build_implementations,
     check_all,
     check_causal,
     check_matches_reference,
     run,
 )
+from attention_lab.bench.implementations import BareSDPABlock
 
 EVERY_ROW = {
     "list of single heads",
@@ -31,6 +32,20 @@ EVERY_ROW = {
     "nn.MultiheadAttention",
     REFERENCE,
 }
+
+
+class InvertedMaskBlock(BareSDPABlock):
+    """A deliberately wrong block: it hands our mask (True = blocked) to SDPA, whose boolean
+    mask means the opposite (True = may attend). The bench must reject it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, D = x.shape
+        q, k, v = (
+            split_heads(t, self.n_heads) for t in self.qkv(x).split(D, dim=-1)
+        )  # 3 x (B, H, T, d_head)
+        mask = causal_mask(T, device=x.device)  # (T, T) True = blocked: wrong for SDPA
+        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, d_head)
+        return self.out_proj(merge_heads(ctx))  # (B, T, D)
 
 
 def _inverted(ref: MultiHeadSelfAttention) -> InvertedMaskBlock:

@@ -1,0 +1,41 @@
+"""``make bench`` / ``python -m attention_lab bench``: speed and memory of every implementation.
+
+Every implementation holds the same weights, converted from one ``MultiHeadSelfAttention``,
+and before anything is timed each one is checked to give the reference output and to be
+causal. Then, at each shape, forward time, forward+backward time and peak memory are
+measured in one run and printed as ratios to a bare ``F.scaled_dot_product_attention``
+block, next to the machine's own float32 matmul speed. Results go to ``bench-results/``
+(``bench.csv``, ``bench.png``), which git ignores.
+
+    python -m attention_lab bench            # the full run: a few minutes on 2 cores
+    python -m attention_lab bench --quick    # a smoke run at tiny shapes (used by the tests)
+
+One module per role:
+
+* ``implementations``: the blocks compared, all built from one reference's weights
+* ``checks``: the gates (reference output, causality) every block passes before timing
+* ``timing``: ``measure_shape`` -> one ``Row`` per implementation
+* ``report``: the table, the goals, ``bench.csv``, ``bench.png``, the explorer's times
+* ``cli``: ``run(argv)``, the command line
+"""
+
+from .checks import ImplementationCheckError, check_all, check_causal, check_matches_reference
+from .cli import FULL_SHAPES, QUICK_SHAPES, run
+from .implementations import COMPILED, FAST, REFERENCE, build_implementations
+from .timing import Row, measure_shape
+
+__all__ = [
+    "COMPILED",
+    "FAST",
+    "FULL_SHAPES",
+    "ImplementationCheckError",
+    "QUICK_SHAPES",
+    "REFERENCE",
+    "Row",
+    "build_implementations",
+    "check_all",
+    "check_causal",
+    "check_matches_reference",
+    "measure_shape",
+    "run",
+]
