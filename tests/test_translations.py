@@ -1,0 +1,285 @@
+"""The Chinese edition's tooling (tools/translations.py): catalogues, build, check, glossary.
+
+Fast and kernel-free: every test works on a copy in a temporary directory, except the two at the
+end, which look at the real i18n/ and notebooks/zh-CN/.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import polib
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import badges  # noqa: E402
+import translations as tr  # noqa: E402
+
+INTRO = "# 99 · Toy\n\nEach token looks back. See [the README](../README.md) and [next](b.ipynb)."
+BODY = "## Scores\n\nThe attention weights form a heatmap. Nothing else changes."
+CODE = (
+    "x = torch.zeros(2, 3, 4)  # (B, T, D)\n"
+    "# compute the scores for every query\n"
+    "s = '# not a comment'  # (B, T, T)  raw scores before the softmax\n"
+    "y = x @ x.transpose(-2, -1)  # (B, T, 4) @ (B, 4, T) -> (B, T, T)\n"
+    "z = y  # cat\n"
+    "%time w = 1  # an IPython magic line is left alone, comment included"
+)
+
+
+def _toy_notebook():
+    badge = new_markdown_cell("badge", metadata={"tags": ["colab-badge"]})
+    setup = new_code_cell(badges.setup_source(), metadata={"tags": ["colab-setup"]})
+    code = new_code_cell(CODE, execution_count=1)
+    code.outputs = [new_output("stream", name="stdout", text="ok\n")]
+    return new_notebook(
+        cells=[new_markdown_cell(INTRO), badge, setup, new_markdown_cell(BODY), code]
+    )
+
+
+@pytest.fixture
+def repo(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "i18n").mkdir()
+    shutil.copy(ROOT / "i18n" / "glossary.tsv", tmp_path / "i18n" / "glossary.tsv")
+    nbformat.write(_toy_notebook(), tmp_path / "notebooks" / "a.ipynb")
+    nbformat.write(
+        new_notebook(cells=[new_markdown_cell("# B")]), tmp_path / "notebooks" / "b.ipynb"
+    )
+    return tmp_path
+
+
+def _run(repo, *args) -> int:
+    return tr.main(["--root", str(repo), *args, str(repo / "notebooks" / "a.ipynb")])
+
+
+def _po(repo) -> polib.POFile:
+    return polib.pofile(str(repo / "i18n" / "zh_CN" / "a.po"), wrapwidth=0)
+
+
+def _translate_all(repo, fake):
+    po = _po(repo)
+    for entry in po:
+        if not entry.obsolete:
+            entry.msgstr = fake(entry)
+            if "fuzzy" in entry.flags:
+                entry.flags.remove("fuzzy")
+    po.save()
+
+
+SETUP_1, SETUP_2 = (line.removeprefix("# ") for line in badges.setup_source().splitlines()[:2])
+CHINESE = {
+    INTRO: "# 99 · 玩具\n\n每个 token 回头看。见[说明](../README.md)和[下一节](b.ipynb)。",
+    BODY: "## 打分\n\n注意力权重构成一张热力图。其他都不变。",
+    "compute the scores for every query": "为每个查询计算打分",
+    "raw scores before the softmax": "softmax 之前的原始打分",
+    SETUP_1: "在 Colab 上先安装",
+    SETUP_2: "在本地什么也不做",
+}
+
+
+def _translate_properly(repo):
+    _translate_all(repo, fake=lambda e: CHINESE[e.msgid])
+
+
+def test_extract_gives_one_entry_per_markdown_cell_and_per_prose_comment(repo):
+    assert _run(repo, "update") == 0
+    entries = {(e.msgctxt, e.msgid) for e in _po(repo)}
+    assert entries == {
+        ("markdown", INTRO),
+        ("markdown", BODY),
+        ("code-comment", "compute the scores for every query"),
+        ("code-comment", "raw scores before the softmax"),  # shape prefix kept out
+        (
+            "code-comment",
+            "On Colab, install the attention_lab library first (Colab's own torch is kept).",
+        ),
+        (
+            "code-comment",
+            "Locally, `make lab` has installed it already and this cell does nothing.",
+        ),
+    }  # no badge, no pure shape, no "# cat" label, nothing from inside the string
+    po = _po(repo)
+    assert po.metadata["Language"] == "zh_CN"
+    assert "charset=UTF-8" in po.metadata["Content-Type"]
+    assert po.metadata["Plural-Forms"] == "nplurals=1; plural=0;"
+    assert all(not e.msgstr for e in po)
+
+
+def test_update_twice_changes_nothing(repo):
+    _run(repo, "update")
+    _translate_properly(repo)
+    first = (repo / "i18n" / "zh_CN" / "a.po").read_text(encoding="utf-8")
+    _run(repo, "update")
+    assert (repo / "i18n" / "zh_CN" / "a.po").read_text(encoding="utf-8") == first
+
+
+def test_untranslated_entries_fail_check_and_refuse_build(repo, capsys):
+    _run(repo, "update")
+    assert _run(repo, "check") == 1
+    assert "untranslated" in capsys.readouterr().out
+    assert _run(repo, "build") == 1
+    assert "a.ipynb: 6 untranslated" in capsys.readouterr().err
+    assert not (repo / "notebooks" / "zh-CN" / "a.ipynb").exists()
+    assert _run(repo, "build", "--allow-untranslated") == 0  # for testing: English kept
+    built = nbformat.read(repo / "notebooks" / "zh-CN" / "a.ipynb", as_version=4)
+    assert built.cells[3].source == BODY
+
+
+def test_build_replaces_prose_and_keeps_code_outputs_and_metadata(repo):
+    _run(repo, "update")
+    _translate_properly(repo)
+    assert _run(repo, "build") == 0
+    english = nbformat.read(repo / "notebooks" / "a.ipynb", as_version=4)
+    built = nbformat.read(repo / "notebooks" / "zh-CN" / "a.ipynb", as_version=4)
+    assert [c.cell_type for c in built.cells] == [c.cell_type for c in english.cells]
+    assert [c.metadata for c in built.cells] == [c.metadata for c in english.cells]
+    # markdown: the Chinese, with links fixed for notebooks/zh-CN/
+    assert built.cells[0].source == (
+        "# 99 · 玩具\n\n每个 token 回头看。见[说明](../../README.md)和[下一节](b.ipynb)。"
+    )
+    assert built.cells[3].source == CHINESE[BODY]
+    assert built.cells[1].source == badges.badge_source("zh-CN/a.ipynb")
+    assert "/blob/main/notebooks/zh-CN/a.ipynb" in built.cells[1].source
+    # code: every character outside the prose comments unchanged
+    code = built.cells[4].source.splitlines()
+    assert code[0] == "x = torch.zeros(2, 3, 4)  # (B, T, D)"
+    assert code[1] == "# 为每个查询计算打分"
+    assert code[2] == "s = '# not a comment'  # (B, T, T)  softmax 之前的原始打分"
+    assert code[3:5] == CODE.splitlines()[3:5]
+    assert code[5] == CODE.splitlines()[5]
+    assert built.cells[4].outputs == english.cells[4].outputs
+    setup = built.cells[2].source.splitlines()
+    assert setup[:2] == ["# 在 Colab 上先安装", "# 在本地什么也不做"]
+    assert setup[2:] == badges.setup_source().splitlines()[2:]
+    assert _run(repo, "check") == 0
+
+
+def test_changing_one_english_sentence_fails_check_until_the_catalogue_is_updated(repo, capsys):
+    _run(repo, "update")
+    _translate_properly(repo)
+    _run(repo, "build")
+    assert _run(repo, "check") == 0
+    capsys.readouterr()
+
+    nb = nbformat.read(repo / "notebooks" / "a.ipynb", as_version=4)
+    nb.cells[3].source = BODY.replace("Nothing else changes.", "Nothing else moves.")
+    nbformat.write(nb, repo / "notebooks" / "a.ipynb")
+    assert _run(repo, "check") == 1
+    assert "English changed after its translation, cell 3" in capsys.readouterr().out
+
+    _run(repo, "update")  # gettext-style merge: the old translation comes back as fuzzy
+    entry = _po(repo).find(nb.cells[3].source, msgctxt="markdown")
+    assert entry is not None and "fuzzy" in entry.flags
+    assert entry.msgstr == CHINESE[BODY] and entry.previous_msgid == BODY
+    obsolete = [e for e in _po(repo) if e.obsolete]
+    assert [e.msgid for e in obsolete] == [BODY]  # the old entry kept as #~
+    assert _run(repo, "check") == 1
+    assert "fuzzy cell 3" in capsys.readouterr().out
+    assert _run(repo, "build") == 1
+    assert "1 fuzzy" in capsys.readouterr().err
+
+    # the translator reviews it, edits the Chinese and removes the flag
+    _translate_all(repo, fake=lambda e: e.msgstr.replace("不变", "不动"))
+    assert _run(repo, "check") == 1  # the built notebook is now stale
+    assert "is not what `build` writes" in capsys.readouterr().out
+    assert _run(repo, "build") == 0
+    assert _run(repo, "check") == 0
+
+
+def test_a_hand_edited_chinese_notebook_fails_check(repo, capsys):
+    _run(repo, "update")
+    _translate_properly(repo)
+    _run(repo, "build")
+    path = repo / "notebooks" / "zh-CN" / "a.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[4].source += "\nprint(1)"
+    nbformat.write(nb, path)
+    assert _run(repo, "check") == 1
+    assert "first difference in cell 4" in capsys.readouterr().out
+
+
+def test_glossary_check_catches_an_english_term_left_in_chinese_prose(repo, capsys):
+    _run(repo, "update")
+    _translate_properly(repo)
+    assert _run(repo, "glossary-check") == 0
+    po = _po(repo)
+    entry = po.find(BODY, msgctxt="markdown")
+    entry.msgstr = "## 打分\n\n注意力权重构成一张 heatmap。`heatmap` 和 $heatmap$ 不算。"
+    po.save()
+    assert _run(repo, "glossary-check") == 1
+    out = capsys.readouterr().out
+    assert out.count("English 'heatmap' left in Chinese; use 热力图") == 1  # code, maths skipped
+
+    entry.msgstr = "## 打分\n\n注意力权重构成一张热力图（heatmap）。"  # a first-mention gloss
+    po.save()
+    assert _run(repo, "glossary-check") == 0
+
+    entry.msgstr = "## 分数\n\n注意力权重构成一张热力图。"  # English says scores: 打分 expected
+    po.save()
+    assert _run(repo, "glossary-check") == 1
+    assert "English has 'score' but the Chinese lacks 打分" in capsys.readouterr().out
+
+
+def test_real_notebook_catalogue_has_one_entry_per_markdown_cell_and_comment(tmp_path):
+    source = ROOT / "notebooks" / "01_weighted_average.ipynb"
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(source, tmp_path / "notebooks")
+    assert tr.main(["--root", str(tmp_path), "update"]) == 0
+    po = polib.pofile(str(tmp_path / "i18n" / "zh_CN" / "01_weighted_average.po"))
+
+    nb = nbformat.read(source, as_version=4)
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown" and not tr.is_generated(c)]
+    comments = set()  # found by a plain line scan, not by the tokenizer the tool uses
+    for cell in nb.cells:
+        for line in cell.source.splitlines() if cell.cell_type == "code" else []:
+            if "#" in line and not line.lstrip().startswith(("%", "!")):
+                body = line[line.index("#") + 1 :].removeprefix(" ")
+                parts = tr.split_comment(body)
+                if parts:
+                    comments.add(parts[1])
+    assert len(po) == len(markdown) + len(comments)
+    assert {e.msgid for e in po if e.msgctxt == "markdown"} == set(markdown)
+    assert {e.msgid for e in po if e.msgctxt == "code-comment"} == comments
+    assert "each row sums to 1" in comments and not any(c.startswith("(") for c in comments)
+
+
+def test_update_and_build_of_every_notebook_take_under_five_seconds(tmp_path):
+    shutil.copytree(
+        ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("zh-CN")
+    )
+    start = time.perf_counter()
+    assert tr.main(["--root", str(tmp_path), "update"]) == 0
+    assert tr.main(["--root", str(tmp_path), "build", "--allow-untranslated"]) == 0
+    assert time.perf_counter() - start < 5.0
+    assert len(list((tmp_path / "notebooks" / "zh-CN").glob("*.ipynb"))) == len(
+        list((ROOT / "notebooks").glob("*.ipynb"))
+    )
+
+
+# ----------------------------------------------------------------- the real repository
+
+CATALOGUES = sorted((ROOT / "i18n" / "zh_CN").glob("*.po"))
+
+
+@pytest.mark.skipif(not CATALOGUES, reason="no catalogues yet")
+def test_real_catalogues_follow_the_glossary():
+    english = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert tr.glossary_check(ROOT, english) == []
+
+
+@pytest.mark.skipif(not CATALOGUES, reason="no catalogues yet")
+@pytest.mark.skipif(
+    not (ROOT / "notebooks" / "zh-CN").is_dir(),
+    reason="the Chinese edition is not built yet (notebooks/zh-CN/ missing); "
+    "the lead removes this skip when the translation lands",
+)
+def test_the_chinese_edition_is_complete_and_up_to_date():
+    problems = tr.check(ROOT, sorted((ROOT / "notebooks").glob("*.ipynb")))
+    assert problems == [], "run `make translations`:\n" + "\n".join(problems)
