@@ -47,7 +47,7 @@ def test_d_model_not_divisible_by_n_heads_names_both_and_suggests_sizes(build):
 
 @pytest.mark.parametrize("n_heads", [0, -2, 2.5, True])
 def test_n_heads_below_one_or_not_a_whole_number_is_refused(n_heads):
-    with raises(ValueError, f"n_heads={n_heads!r}", ">= 1", "try n_heads=4"):
+    with raises(ValueError, f"n_heads={n_heads!r}", ">= 1", "e.g. n_heads=4"):
         MultiHeadAttention(32, n_heads, 8)
 
 

@@ -87,15 +87,6 @@ def test_every_parameter_of_a_head_gets_a_gradient(name):
         assert param.grad.abs().sum() > 0, pname
 
 
-def test_causal_head_dropout_is_off_in_eval_mode():
-    with_dropout = CausalAttention(D, D, CONTEXT, dropout=0.5)
-    without = CausalAttention(D, D, CONTEXT, dropout=0.0)
-    without.load_state_dict(with_dropout.state_dict())
-    x = torch.randn(B, T, D)  # (B, T, D)
-    with_dropout.eval(), without.eval()
-    torch.testing.assert_close(with_dropout(x), without(x), rtol=0, atol=0)
-
-
 def test_causal_head_dropout_is_on_in_train_mode_and_rescales_survivors():
     p = 0.5
     module = CausalAttention(T, T, CONTEXT, dropout=p).train()
@@ -108,41 +99,6 @@ def test_causal_head_dropout_is_on_in_train_mode_and_rescales_survivors():
     torch.testing.assert_close(out[kept], weights[kept] / (1 - p))
     module.eval()
     torch.testing.assert_close(module(x), weights)
-
-
-def test_causal_head_works_in_float64_end_to_end():
-    module = make_module("causal").double()
-    x = torch.randn(B, T, D, dtype=torch.float64)  # (B, T, D)
-    out, weights = module(x, return_weights=True)
-    assert out.dtype == weights.dtype == torch.float64
-    out.sum().backward()
-    assert all(p.grad.dtype == torch.float64 for p in module.parameters())
-
-
-def test_causal_mask_is_a_buffer_in_state_dict_and_not_a_parameter():
-    module = make_module("causal")
-    assert "mask" in module.state_dict()
-    assert torch.equal(module.state_dict()["mask"], causal_mask(CONTEXT))
-    assert all(p.dtype != torch.bool for p in module.parameters())
-    assert "mask" not in dict(module.named_parameters())
-    assert "mask" in dict(module.named_buffers())
-
-
-@pytest.mark.parametrize("convert", ["double", "to_float64", "to_cpu"])
-def test_causal_mask_buffer_follows_the_module(convert):
-    module = make_module("causal")
-    if convert == "double":
-        module = module.double()
-    elif convert == "to_float64":
-        module = module.to(torch.float64)
-    else:
-        module = module.to("cpu")
-    dtype = module.W_q.weight.dtype
-    # The mask stays boolean (a float mask would mean something else) on the weights' device.
-    assert module.mask.dtype == torch.bool
-    assert module.mask.device == module.W_q.weight.device
-    out = module(torch.randn(B, T, D, dtype=dtype))
-    assert out.dtype == dtype
 
 
 def test_causal_head_output_at_t_matches_running_on_the_prefix():

@@ -137,12 +137,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"{LEARNER.name} is up to date")
         return 0
+    from run_notebooks import run, write_clean
+
     nb = learner_notebook(nbformat.read(SOLUTIONS, as_version=4))
-    nbformat.write(nb, LEARNER)
+    write_clean(nb, LEARNER)
     print(f"wrote {LEARNER.relative_to(ROOT)}")
     if not args.no_run:
-        from run_notebooks import run
-
         print(f"{run(LEARNER):6.1f} s  {LEARNER.name}")
     return 0
 

@@ -3,7 +3,9 @@
     python tools/run_notebooks.py                 # every notebook in notebooks/
     python tools/run_notebooks.py notebooks/04*.ipynb
 
-Execution counts come out 1, 2, 3, ... as strict nbval expects. Prints each run time.
+Execution counts come out 1, 2, 3, ... as strict nbval expects. Per-cell execution
+timestamps (``metadata.execution``) are dropped before saving, so re-running an unchanged
+notebook changes no line. Prints each run time.
 """
 
 from __future__ import annotations
@@ -26,8 +28,20 @@ def run(path: Path) -> float:
     ).execute()
     seconds = time.perf_counter() - start
     nb.metadata.pop("widgets", None) if not _has_widgets(nb) else None
-    nbformat.write(nb, path)
+    write_clean(nb, path)
     return seconds
+
+
+def strip_timestamps(nb) -> None:
+    """Drop what nbclient records about each run (``metadata.execution``: start/end times)."""
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+
+
+def write_clean(nb, path: Path) -> None:
+    """Save ``nb`` without execution timestamps (every tool that writes notebooks uses this)."""
+    strip_timestamps(nb)
+    nbformat.write(nb, path)
 
 
 def _has_widgets(nb) -> bool:

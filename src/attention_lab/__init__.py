@@ -6,24 +6,59 @@ The public API, in the order the chapter introduces it:
 * the explicit maths (notebooks 02-04): ``attention(q, k, v, mask) -> (context, weights)``
 * modules: ``SingleHeadAttention`` (02), ``CausalAttention`` (05), ``MultiHeadAttention`` (06),
   ``MultiHeadSelfAttention`` with a fused QKV projection (07)
-* the toy tasks and their model (08): ``make_batch``, ``TinyLM``, ``train``, ``evaluate``
-* pictures: ``plot_heads``, ``plot_loss``, ``text_heatmap``
+* the toy tasks and their model (08): ``make_batch``, ``TinyLMConfig``, ``TinyLM``,
+  ``train``, ``evaluate``
+* pictures: ``plot_heads``, ``plot_loss``, ``text_heatmap``, and the drawn diagrams in
+  ``attention_lab.diagrams``
 
 Convention: a boolean mask is True where attention is **blocked**.
+
+``import attention_lab`` loads the core (torch) only. The pictures (matplotlib) and the
+widgets (ipywidgets) load the first time one of their names is used.
 """
 
+from __future__ import annotations
+
+import importlib
+
+from .config import TinyLMConfig
 from .device import pick_device
 from .functional import attention
 from .fused import MultiHeadSelfAttention
 from .heads import CausalAttention, SingleHeadAttention
 from .masks import build_mask, causal_mask, no_mask, sliding_window_mask, to_sdpa_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
-from .plotting import HeadGrid, LabFigure, plot_heads, plot_lines, plot_loss, text_heatmap
-from .tasks import IGNORE_INDEX, TASKS, make_batch
+from .tasks import IGNORE_INDEX, SEP, TASKS, make_batch
 from .tiny_lm import TinyLM
 from .training import TrainHistory, evaluate, train, train_tiny_lm
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+# name -> the submodule that defines it, imported on first use (PEP 562)
+_LAZY = {
+    "HeadGrid": "plotting",
+    "LabFigure": "plotting",
+    "plot_heads": "plotting",
+    "plot_lines": "plotting",
+    "plot_loss": "plotting",
+    "text_heatmap": "plotting",
+}
+_SUBMODULES = ("cost", "diagrams", "exercises", "palette", "plotting", "widgets")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'attention_lab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+
 
 __all__ = [
     "CausalAttention",
@@ -32,9 +67,11 @@ __all__ = [
     "LabFigure",
     "MultiHeadAttention",
     "MultiHeadSelfAttention",
+    "SEP",
     "SingleHeadAttention",
     "TASKS",
     "TinyLM",
+    "TinyLMConfig",
     "TrainHistory",
     "attention",
     "build_mask",

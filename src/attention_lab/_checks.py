@@ -6,15 +6,27 @@ shape or dtype is told what went wrong in words, not by a matmul error deep insi
 
 from __future__ import annotations
 
+import operator
+
 import torch
+
+
+def as_size(name: str, value) -> int | None:
+    """``value`` as a Python int when it is an integer of any kind (``operator.index``), else None.
+
+    Python ints, NumPy integers and 0-d integer tensors are sizes; bools and floats are not.
+    """
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 def check_heads(d_model: int, n_heads: int) -> int:
     """Return d_head = d_model // n_heads, or raise a ValueError that says how to fix it."""
-    if not isinstance(n_heads, int) or isinstance(n_heads, bool) or n_heads < 1:
-        raise ValueError(f"n_heads={n_heads!r} must be a whole number >= 1; try n_heads=4")
-    if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model < 1:
-        raise ValueError(f"d_model={d_model!r} must be a whole number >= 1; try d_model=32")
+    n_heads, d_model = check_positive("n_heads", n_heads), check_positive("d_model", d_model)
     if d_model % n_heads != 0:
         lower = (d_model // n_heads) * n_heads
         hint = f"{lower} or {lower + n_heads}" if lower else f"{n_heads}"
@@ -25,15 +37,20 @@ def check_heads(d_model: int, n_heads: int) -> int:
     return d_model // n_heads
 
 
-def check_positive(name: str, value: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+EXAMPLES = {"n_heads": 4, "d_model": 32}
+
+
+def check_positive(name: str, value) -> int:
+    """Return ``value`` as an int >= 1, or raise a ValueError that names it and the fix."""
+    size = as_size(name, value)
+    if size is None or size < 1:
         fix = (
             f"pass {name}={int(value)}"
             if isinstance(value, float) and value.is_integer() and value >= 1
-            else f"pass a positive int, e.g. {name}=8"
+            else f"pass a positive int, e.g. {name}={EXAMPLES.get(name, 8)}"
         )
         raise ValueError(f"{name}={value!r} must be a whole number >= 1; {fix}")
-    return value
+    return size
 
 
 def check_dropout(p: float) -> float:

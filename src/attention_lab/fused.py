@@ -1,7 +1,10 @@
 """``MultiHeadSelfAttention``: the chapter's block, with one fused QKV projection (notebook 07).
 
 Two parameterised layers only: ``qkv = Linear(D, 3D)`` and ``out_proj = Linear(D, D)``.
-The mask is a buffer covering ``context_length``, sliced to (T, T) on every call.
+The mask is derived from the configuration (``mask_kind``, ``window``, ``context_length``):
+a non-persistent buffer, sliced to (T, T) on every call and never saved in ``state_dict``.
+A checkpoint therefore holds the two projections only: it loads into a block of any
+``context_length`` or mask kind, and the loading block keeps its own mask on both paths.
 
 Weight layout of ``qkv.weight`` (3D, D) -- the same as ``torch.nn.MultiheadAttention``'s
 ``in_proj_weight``: rows [0:D] make Q, rows [D:2D] make K, rows [2D:3D] make V, and
@@ -34,7 +37,8 @@ class MultiHeadSelfAttention(nn.Module):
         n_heads: H; each head works in d_head = D // H dimensions.
         context_length: the longest sequence; the mask buffer is (context_length, context_length).
         dropout: probability of dropping an attention weight in training.
-        bias: whether ``qkv`` and ``out_proj`` have biases.
+        qkv_bias: whether ``qkv`` has a bias (GPT-2 and nanoGPT's default: yes).
+        out_bias: whether ``out_proj`` has a bias (yes by default).
         mask_kind: "causal" (default), "sliding" (needs ``window``) or "none".
         window: with "sliding", each position sees itself and the ``window - 1`` before it.
     """
@@ -45,33 +49,44 @@ class MultiHeadSelfAttention(nn.Module):
         n_heads: int,
         context_length: int,
         dropout: float = 0.0,
-        bias: bool = True,
+        qkv_bias: bool = True,
+        out_bias: bool = True,
         mask_kind: str = "causal",
         window: int | None = None,
     ):
         super().__init__()
         self.d_head = check_heads(d_model, n_heads)
-        self.d_model, self.n_heads = d_model, n_heads
+        self.d_model, self.n_heads = int(d_model), int(n_heads)
         self.context_length = check_positive("context_length", context_length)
-        self.dropout = check_dropout(dropout)
-        self.mask_kind, self.window = mask_kind, window
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.register_buffer("mask", build_mask(mask_kind, context_length, window))  # (ctx, ctx)
+        self.dropout = nn.Dropout(check_dropout(dropout))
+        mask = build_mask(mask_kind, self.context_length, window)  # (ctx, ctx), True = blocked
+        self.mask_kind = mask_kind
+        self.window = None if window is None else check_positive("window", window)
+        self.qkv = nn.Linear(self.d_model, 3 * self.d_model, bias=qkv_bias)
+        self.out_proj = nn.Linear(self.d_model, self.d_model, bias=out_bias)
+        self.register_buffer("mask", mask, persistent=False)
 
-    def forward(self, x: torch.Tensor, return_weights: bool = False):
+    def forward(
+        self, x: torch.Tensor, return_weights: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """(B, T, D) -> (B, T, D), and the (B, H, T, T) weights if ``return_weights``.
+
+        Without weights it runs ``F.scaled_dot_product_attention`` (fused kernels); with
+        them, the explicit ``functional.attention``. Both use this block's mask.
+        """
         B, T = check_input(x, self.d_model, self.context_length)
         q, k, v = self.qkv(x).split(self.d_model, dim=-1)  # 3 x (B, T, D)
         q = split_heads(q, self.n_heads)  # (B, H, T, d_head)
         k = split_heads(k, self.n_heads)  # (B, H, T, d_head)
         v = split_heads(v, self.n_heads)  # (B, H, T, d_head)
-        p = self.dropout if self.training else 0.0
+        p = self.dropout.p if self.training else 0.0
+        mask = self.mask[:T, :T]  # (T, T), True = blocked
         if return_weights:
-            ctx, weights = attention(q, k, v, self.mask[:T, :T], dropout_p=p)  # (B, H, T, d_head)
+            ctx, weights = attention(q, k, v, mask, dropout_p=p)  # (B, H, T, d_head)
         elif self.mask_kind == "causal":
             ctx = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
         else:  # SDPA's boolean mask means "may attend": the opposite of ours
-            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=~self.mask[:T, :T], dropout_p=p)
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=~mask, dropout_p=p)
         out = self.out_proj(merge_heads(ctx))  # (B, T, D)
         return (out, weights) if return_weights else out
 
@@ -85,9 +100,17 @@ class MultiHeadSelfAttention(nn.Module):
     # --- weight conversion -------------------------------------------------------------
 
     @classmethod
-    def from_torch(cls, mha: nn.MultiheadAttention, context_length: int) -> MultiHeadSelfAttention:
-        """Build a causal block holding the weights of a ``torch.nn.MultiheadAttention``.
+    def from_torch(
+        cls,
+        mha: nn.MultiheadAttention,
+        context_length: int,
+        mask_kind: str = "causal",
+        window: int | None = None,
+    ) -> MultiHeadSelfAttention:
+        """Build a block holding the weights of a ``torch.nn.MultiheadAttention``.
 
+        ``nn.MultiheadAttention`` keeps no mask (it takes one per call), so say which mask
+        the new block uses: ``mask_kind`` and ``window`` as in the constructor.
         PyTorch calls H ``num_heads``; this library calls it ``n_heads``.
         """
         if not isinstance(mha, nn.MultiheadAttention):
@@ -98,33 +121,53 @@ class MultiHeadSelfAttention(nn.Module):
                 "add_bias_kv=False and add_zero_attn=False"
             )
         w = mha.in_proj_weight
+        has_bias = mha.in_proj_bias is not None
         block = cls(
             mha.embed_dim,
             mha.num_heads,
             context_length,
             dropout=mha.dropout,
-            bias=mha.in_proj_bias is not None,
+            qkv_bias=has_bias,
+            out_bias=mha.out_proj.bias is not None,
+            mask_kind=mask_kind,
+            window=window,
         ).to(device=w.device, dtype=w.dtype)
         with torch.no_grad():
             block.qkv.weight.copy_(w)
             block.out_proj.weight.copy_(mha.out_proj.weight)
-            if mha.in_proj_bias is not None:
+            if has_bias:
                 block.qkv.bias.copy_(mha.in_proj_bias)
+            if mha.out_proj.bias is not None:
                 block.out_proj.bias.copy_(mha.out_proj.bias)
         return block.train(mha.training)  # same mode: same dropout behaviour
 
     def to_torch(self) -> nn.MultiheadAttention:
         """A ``torch.nn.MultiheadAttention(batch_first=True)`` with these weights.
 
-        Give it ``attn_mask=attention_lab.causal_mask(T)``: for a boolean mask it uses our
-        convention, True = blocked.
+        Call it with ``attn_mask=attention_lab.causal_mask(T)``: for a boolean mask it uses
+        our convention, True = blocked. Only causal blocks convert (the mask is the one thing
+        ``nn.MultiheadAttention`` does not keep), and only when ``qkv`` and ``out_proj``
+        both have biases or both have none (it has one ``bias`` flag for the two).
         """
+        if self.mask_kind != "causal":
+            raise ValueError(
+                f"to_torch() converts causal blocks only; this block has "
+                f"mask_kind={self.mask_kind!r}. nn.MultiheadAttention keeps no mask: copy the "
+                "weights yourself and pass attn_mask=block.mask[:T, :T] on every call"
+            )
+        has_bias = self.qkv.bias is not None
+        if has_bias != (self.out_proj.bias is not None):
+            raise ValueError(
+                f"nn.MultiheadAttention has one bias flag for both projections, but this block "
+                f"has qkv_bias={has_bias} and out_bias={not has_bias}; build the block with "
+                "qkv_bias == out_bias to convert it"
+            )
         w = self.qkv.weight
         mha = nn.MultiheadAttention(
             self.d_model,
             self.n_heads,
-            dropout=self.dropout,
-            bias=self.qkv.bias is not None,
+            dropout=self.dropout.p,
+            bias=has_bias,
             batch_first=True,
             device=w.device,
             dtype=w.dtype,
@@ -132,30 +175,38 @@ class MultiHeadSelfAttention(nn.Module):
         with torch.no_grad():
             mha.in_proj_weight.copy_(w)
             mha.out_proj.weight.copy_(self.out_proj.weight)
-            if self.qkv.bias is not None:
+            if has_bias:
                 mha.in_proj_bias.copy_(self.qkv.bias)
                 mha.out_proj.bias.copy_(self.out_proj.bias)
         return mha.train(self.training)  # same mode: same dropout behaviour
 
     @classmethod
     def from_separate(cls, mha: MultiHeadAttention) -> MultiHeadSelfAttention:
-        """Stack the W_q, W_k, W_v of a ``MultiHeadAttention`` into one fused ``qkv`` weight."""
+        """Stack the W_q, W_k, W_v of a ``MultiHeadAttention`` into one fused ``qkv`` weight.
+
+        Biases are mirrored: ``qkv`` has one exactly when W_q, W_k, W_v have them, and
+        ``out_proj`` exactly when W_o has one, so ``to_separate`` gives back the same keys.
+        """
         if not isinstance(mha, MultiHeadAttention):
             raise TypeError(f"expected attention_lab.MultiHeadAttention, got {type(mha).__name__}")
         w = mha.W_q.weight
-        block = cls(
-            mha.d_model, mha.n_heads, mha.context_length, dropout=mha.dropout.p, bias=True
-        ).to(device=w.device, dtype=w.dtype)
         layers = (mha.W_q, mha.W_k, mha.W_v)
+        qkv_bias = mha.W_q.bias is not None
+        block = cls(
+            mha.d_model,
+            mha.n_heads,
+            mha.context_length,
+            dropout=mha.dropout.p,
+            qkv_bias=qkv_bias,
+            out_bias=mha.W_o.bias is not None,
+        ).to(device=w.device, dtype=w.dtype)
         with torch.no_grad():
             block.qkv.weight.copy_(torch.cat([layer.weight for layer in layers]))  # (3D, D)
-            biases = [
-                layer.bias if layer.bias is not None else torch.zeros_like(layer.weight[:, 0])
-                for layer in layers
-            ]
-            block.qkv.bias.copy_(torch.cat(biases))  # (3D,)
+            if qkv_bias:
+                block.qkv.bias.copy_(torch.cat([layer.bias for layer in layers]))  # (3D,)
             block.out_proj.weight.copy_(mha.W_o.weight)
-            block.out_proj.bias.copy_(mha.W_o.bias)
+            if mha.W_o.bias is not None:
+                block.out_proj.bias.copy_(mha.W_o.bias)
         return block.train(mha.training)  # same mode: same dropout behaviour
 
     def to_separate(self) -> MultiHeadAttention:
@@ -165,23 +216,22 @@ class MultiHeadSelfAttention(nn.Module):
                 f"MultiHeadAttention is always causal; this block has mask_kind={self.mask_kind!r}"
             )
         w = self.qkv.weight
-        has_bias = self.qkv.bias is not None
+        qkv_bias = self.qkv.bias is not None
         mha = MultiHeadAttention(
             self.d_model,
             self.n_heads,
             self.context_length,
-            dropout=self.dropout,
-            qkv_bias=has_bias,
+            dropout=self.dropout.p,
+            qkv_bias=qkv_bias,
+            out_bias=self.out_proj.bias is not None,
         ).to(device=w.device, dtype=w.dtype)
         D = self.d_model
         with torch.no_grad():
             for i, layer in enumerate((mha.W_q, mha.W_k, mha.W_v)):
                 layer.weight.copy_(w[i * D : (i + 1) * D])
-                if has_bias:
+                if qkv_bias:
                     layer.bias.copy_(self.qkv.bias[i * D : (i + 1) * D])
             mha.W_o.weight.copy_(self.out_proj.weight)
             if self.out_proj.bias is not None:
                 mha.W_o.bias.copy_(self.out_proj.bias)
-            else:
-                mha.W_o.bias.zero_()
         return mha.train(self.training)  # same mode: same dropout behaviour

@@ -37,6 +37,10 @@ class MultiHeadAttention(nn.Module):
         context_length: the longest sequence the causal mask covers.
         dropout: probability of dropping an attention weight in training.
         qkv_bias: whether W_q, W_k, W_v have a bias (the classic version has none).
+        out_bias: whether the output projection W_o has a bias (it does by default).
+
+    The causal mask is a non-persistent buffer: not in ``state_dict``, so checkpoints hold
+    the four projections only and load across ``context_length``.
     """
 
     def __init__(
@@ -46,19 +50,25 @@ class MultiHeadAttention(nn.Module):
         context_length: int,
         dropout: float = 0.0,
         qkv_bias: bool = False,
+        out_bias: bool = True,
     ):
         super().__init__()
         self.d_head = check_heads(d_model, n_heads)
-        self.d_model, self.n_heads = d_model, n_heads
+        self.d_model, self.n_heads = int(d_model), int(n_heads)
         self.context_length = check_positive("context_length", context_length)
-        self.W_q = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=qkv_bias)
-        self.W_o = nn.Linear(d_model, d_model)
+        D = self.d_model
+        self.W_q = nn.Linear(D, D, bias=qkv_bias)
+        self.W_k = nn.Linear(D, D, bias=qkv_bias)
+        self.W_v = nn.Linear(D, D, bias=qkv_bias)
+        self.W_o = nn.Linear(D, D, bias=out_bias)
         self.dropout = nn.Dropout(check_dropout(dropout))
-        self.register_buffer("mask", causal_mask(context_length))  # (ctx, ctx), True = blocked
+        mask = causal_mask(self.context_length)  # (ctx, ctx), True = blocked
+        self.register_buffer("mask", mask, persistent=False)
 
-    def forward(self, x: torch.Tensor, return_weights: bool = False):
+    def forward(
+        self, x: torch.Tensor, return_weights: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """(B, T, D) -> (B, T, D), and the (B, H, T, T) weights if ``return_weights``."""
         _, T = check_input(x, self.d_model, self.context_length)
         # 1) project, 2) split into heads
         q = split_heads(self.W_q(x), self.n_heads)  # (B, H, T, d_head)

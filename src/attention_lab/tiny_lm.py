@@ -11,33 +11,55 @@ import torch
 import torch.nn as nn
 
 from ._checks import check_positive
+from .config import TinyLMConfig
 from .fused import MultiHeadSelfAttention
 
 
 class TinyLM(nn.Module):
-    """Token ids (B, T) -> next-token logits (B, T, vocab_size)."""
+    """Token ids (B, T) -> next-token logits (B, T, vocab_size).
 
-    def __init__(
-        self,
-        vocab_size: int = 64,
-        d_model: int = 32,
-        n_heads: int = 4,
-        context_length: int = 12,
-        dropout: float = 0.0,
-        mask_kind: str = "causal",
-        window: int | None = None,
-    ):
+    Build it from a ``TinyLMConfig``, from keyword fields of one (``TinyLM(n_heads=8)``),
+    or both (the keywords change the config's fields).
+    """
+
+    def __init__(self, config: TinyLMConfig | None = None, **fields):
         super().__init__()
-        self.vocab_size = check_positive("vocab_size", vocab_size)
-        self.context_length = check_positive("context_length", context_length)
-        self.tok_emb = nn.Embedding(vocab_size, d_model)
-        self.pos_emb = nn.Embedding(context_length, d_model)
+        if config is not None and not isinstance(config, TinyLMConfig):
+            raise TypeError(
+                f"TinyLM takes a TinyLMConfig (or keyword fields), got {type(config).__name__}; "
+                "use TinyLM(TinyLMConfig(...)) or TinyLM(n_heads=..., d_model=...)"
+            )
+        self.config = (config or TinyLMConfig()).replace(**fields)
+        c = self.config
+        self.vocab_size, self.context_length = c.vocab_size, c.context_length
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        self.pos_emb = nn.Embedding(c.context_length, c.d_model)
         self.attn = MultiHeadSelfAttention(
-            d_model, n_heads, context_length, dropout=dropout, mask_kind=mask_kind, window=window
+            c.d_model,
+            c.n_heads,
+            c.context_length,
+            dropout=c.dropout,
+            qkv_bias=c.qkv_bias,
+            out_bias=c.out_bias,
+            mask_kind=c.mask_kind,
+            window=c.window,
         )
-        self.lm_head = nn.Linear(d_model, vocab_size)
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size)
 
-    def forward(self, idx: torch.Tensor, return_weights: bool = False):
+    def forward(
+        self, idx: torch.Tensor, return_weights: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """(B, T) int64 ids -> (B, T, vocab) logits, and (B, H, T, T) weights if asked."""
+        self._check_ids(idx)
+        T = idx.shape[1]
+        pos = torch.arange(T, device=idx.device)  # (T,)
+        x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, D)
+        if return_weights:
+            out, weights = self.attn(x, return_weights=True)  # (B, T, D), (B, H, T, T)
+            return self.lm_head(out), weights  # (B, T, vocab)
+        return self.lm_head(self.attn(x))  # (B, T, vocab)
+
+    def _check_ids(self, idx: torch.Tensor) -> None:
         if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
             dtype = getattr(idx, "dtype", type(idx).__name__)
             raise TypeError(
@@ -56,8 +78,13 @@ class TinyLM(nn.Module):
                 f"idx has T={T} positions, more than context_length={self.context_length}; "
                 f"build TinyLM with context_length>={T} or feed idx[:, -{self.context_length}:]"
             )
-        if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab_size):
-            low, high = int(idx.min()), int(idx.max())
+        # Reading the ids' values needs them on the host: a sync on a GPU, and a graph break
+        # under torch.compile. So the range check runs in eager mode only; compiled code
+        # still fails on a bad id, with the embedding's own error.
+        if torch.compiler.is_compiling() or idx.numel() == 0:
+            return
+        low, high = int(idx.min()), int(idx.max())
+        if low < 0 or high >= self.vocab_size:
             fix = (
                 "ids are row numbers of the embedding table and cannot be negative"
                 if low < 0
@@ -67,9 +94,20 @@ class TinyLM(nn.Module):
                 f"token ids must lie in [0, {self.vocab_size}) for vocab_size={self.vocab_size}; "
                 f"got values from {low} to {high}; {fix}"
             )
-        pos = torch.arange(T, device=idx.device)  # (T,)
-        x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, D)
-        if return_weights:
-            out, weights = self.attn(x, return_weights=True)  # (B, T, D), (B, H, T, T)
-            return self.lm_head(out), weights  # (B, T, vocab)
-        return self.lm_head(self.attn(x))  # (B, T, vocab)
+
+    @torch.no_grad()
+    def generate(self, idx: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
+        """Greedy decoding: append the most likely next id ``max_new_tokens`` times.
+
+        ``idx`` is (B, T0) ids; returns (B, T0 + max_new_tokens). The model sees at most the
+        last ``context_length`` ids at each step.
+        """
+        check_positive("max_new_tokens", max_new_tokens)
+        was_training = self.training
+        self.eval()
+        for _ in range(max_new_tokens):
+            logits = self(idx[:, -self.context_length :])  # (B, T, vocab)
+            next_id = logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
+            idx = torch.cat([idx, next_id], dim=1)  # (B, T + 1)
+        self.train(was_training)
+        return idx

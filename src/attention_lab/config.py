@@ -1,0 +1,66 @@
+"""``TinyLMConfig``: the one place a tiny model's sizes and mask are written down (notebook 08).
+
+nanoGPT's habit: one small dataclass describes the model, and everything that builds one
+takes it -- ``TinyLM(config)``, ``train_tiny_lm(task, config)`` and the explorer. The
+fields are checked when the config is made, so a wrong size fails with a clear message
+before any tensor exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ._checks import check_dropout, check_heads, check_positive
+from .masks import build_mask
+
+
+@dataclass(frozen=True)
+class TinyLMConfig:
+    """Sizes and mask of a ``TinyLM``; the defaults are the chapter's copy-task setting.
+
+    Attributes:
+        vocab_size: how many token ids there are (64: chance loss is ln 64 = 4.16).
+        d_model: D, the width of every token vector.
+        n_heads: H; d_head = D // H.
+        context_length: T, the longest sequence (the position table has this many rows).
+        dropout: probability of dropping an attention weight in training.
+        mask_kind: "causal", "sliding" (needs ``window``) or "none".
+        window: with "sliding", each position sees itself and the ``window - 1`` before it.
+        qkv_bias, out_bias: biases of the fused QKV projection and the output projection.
+    """
+
+    vocab_size: int = 64
+    d_model: int = 32
+    n_heads: int = 4
+    context_length: int = 12
+    dropout: float = 0.0
+    mask_kind: str = "causal"
+    window: int | None = None
+    qkv_bias: bool = True
+    out_bias: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "context_length"):
+            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        check_heads(self.d_model, self.n_heads)
+        object.__setattr__(self, "dropout", check_dropout(self.dropout))
+        # a known kind, a window only with "sliding" and then >= 1: the library's messages
+        build_mask(self.mask_kind, 1, self.window)
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def replace(self, **changes) -> TinyLMConfig:
+        """A copy with some fields changed (checked again), e.g. ``config.replace(n_heads=8)``."""
+        unknown = sorted(set(changes) - set(FIELDS))
+        if unknown:
+            raise TypeError(
+                f"TinyLMConfig has no field {', '.join(map(repr, unknown))}; "
+                f"its fields are {', '.join(FIELDS)}"
+            )
+        return dataclasses.replace(self, **changes)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(TinyLMConfig))
