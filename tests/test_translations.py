@@ -193,6 +193,20 @@ def test_changing_one_english_sentence_fails_check_until_the_catalogue_is_update
     assert _run(repo, "check") == 0
 
 
+def test_text_already_translated_in_another_catalogue_is_reused(repo):
+    _run(repo, "update")
+    _translate_properly(repo)
+    other = _toy_notebook()
+    other.cells[3].source = BODY + " One more sentence."  # near, not equal: stays untranslated
+    nbformat.write(other, repo / "notebooks" / "c.ipynb")
+    assert tr.main(["--root", str(repo), "update", str(repo / "notebooks" / "c.ipynb")]) == 0
+    po = polib.pofile(str(repo / "i18n" / "zh_CN" / "c.po"))
+    reused = po.find(INTRO, msgctxt="markdown")
+    assert reused.msgstr == CHINESE[INTRO] and "fuzzy" not in reused.flags
+    assert po.find(SETUP_1, msgctxt="code-comment").msgstr == CHINESE[SETUP_1]
+    assert po.find(other.cells[3].source, msgctxt="markdown").msgstr == ""
+
+
 def test_a_hand_edited_chinese_notebook_fails_check(repo, capsys):
     _run(repo, "update")
     _translate_properly(repo)

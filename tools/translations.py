@@ -235,8 +235,19 @@ def _closest(msg: Message, candidates: list[polib.POEntry]) -> polib.POEntry | N
     return best
 
 
-def merge(po: polib.POFile, messages: list[Message], source_name: str) -> polib.POFile:
-    """A new catalogue for `messages`, carrying translations over from `po` like msgmerge."""
+def merge(
+    po: polib.POFile,
+    messages: list[Message],
+    source_name: str,
+    compendium: dict[tuple[str, str], polib.POEntry] | None = None,
+) -> polib.POFile:
+    """A new catalogue for `messages`, carrying translations over from `po` like msgmerge.
+
+    `compendium` (reviewed entries of the other catalogues) fills a new entry whose English is
+    word for word the same elsewhere, e.g. the setup cell's comments or the exercises notebook,
+    which make_exercises.py writes from the solutions; like `msgmerge --compendium`, not fuzzy.
+    """
+    compendium = compendium or {}
     active = {(e.msgctxt, e.msgid): e for e in po if not e.obsolete}
     obsolete = {(e.msgctxt, e.msgid): e for e in po if e.obsolete}
     out = new_catalogue()
@@ -253,8 +264,11 @@ def merge(po: polib.POFile, messages: list[Message], source_name: str) -> polib.
             used.add(key)
         else:
             entry = polib.POEntry(msgctxt=msg.msgctxt, msgid=msg.msgid, msgstr="")
-            near = _closest(msg, list(active.values()) + list(obsolete.values()))
-            if near is not None:
+            candidates = list(active.values()) + list(obsolete.values())
+            if key in compendium:
+                entry.msgstr = compendium[key].msgstr
+                entry.tcomment = compendium[key].tcomment
+            elif (near := _closest(msg, candidates)) is not None:
                 entry.msgstr = near.msgstr
                 entry.flags = ["fuzzy"]
                 entry.previous_msgctxt = None
@@ -273,11 +287,21 @@ def merge(po: polib.POFile, messages: list[Message], source_name: str) -> polib.
 
 def update(root: Path, notebooks: list[Path]) -> list[str]:
     report = []
+    compendium: dict[tuple[str, str], polib.POEntry] = {}
+
+    def remember(po: polib.POFile) -> None:
+        for e in po:
+            if not e.obsolete and e.msgstr and "fuzzy" not in e.flags:
+                compendium.setdefault((e.msgctxt, e.msgid), e)
+
+    for other in sorted((root / "i18n" / LOCALE).glob("*.po")):
+        remember(load_catalogue(other))
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
         target = catalogue_path(root, path)
         old = load_catalogue(target)
-        merged = merge(old, extract(nb), f"notebooks/{path.name}")
+        merged = merge(old, extract(nb), f"notebooks/{path.name}", compendium)
+        remember(merged)
         text = str(merged)
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.parent.mkdir(parents=True, exist_ok=True)
