@@ -12,7 +12,7 @@ import nbformat
 import pytest
 import torch
 
-from attention_lab import MultiHeadAttention
+from attention_lab import MultiHeadAttention, SingleHeadAttention
 from attention_lab import exercises as ex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,6 +232,86 @@ def padded_mask_no_head_axis(lengths, T):
     return padded_causal_mask(lengths, T)[:, 0]
 
 
+def single_head_forward(x, W_q, W_k, W_v):
+    q, k, v = W_q(x), W_k(x), W_v(x)  # (B, T, d_out) each
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    return weights @ v, weights  # (B, T, d_out), (B, T, T)
+
+
+def single_head_unscaled(x, W_q, W_k, W_v):
+    q, k, v = W_q(x), W_k(x), W_v(x)
+    weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+    return weights @ v, weights
+
+
+def single_head_softmax_over_queries(x, W_q, W_k, W_v):
+    q, k, v = W_q(x), W_k(x), W_v(x)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2)
+    return weights @ v, weights
+
+
+def single_head_untransposed_weights(x, W_q, W_k, W_v):
+    q, k, v = x @ W_q.weight, x @ W_k.weight, x @ W_v.weight
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    return weights @ v, weights
+
+
+def dropout_rescale(weights, keep, p):
+    return weights * keep / (1 - p)
+
+
+def dropout_no_rescale(weights, keep, p):
+    return weights * keep
+
+
+def dropout_divide_by_p(weights, keep, p):
+    return weights * keep / p if p > 0 else weights
+
+
+def dropout_renormalise_rows(weights, keep, p):
+    kept = weights * keep
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
+def dropout_keeps_the_dropped(weights, keep, p):
+    return weights * ~keep / (1 - p)
+
+
+def repeat_batch(first, T):
+    m = first.shape[1]
+    sep = torch.zeros(len(first), 1, dtype=torch.long)  # (N, 1), SEP = 0
+    row = torch.cat([first, sep, first], dim=1)[:, : T + 1]  # (N, T + 1)
+    inputs, targets = row[:, :-1].clone(), row[:, 1:].clone()  # (N, T) each
+    targets[:, :m] = -100  # IGNORE_INDEX
+    return inputs, targets
+
+
+def repeat_scores_first_half(first, T):
+    sep = torch.zeros(len(first), 1, dtype=torch.long)
+    row = torch.cat([first, sep, first], dim=1)[:, : T + 1]
+    return row[:, :-1], row[:, 1:]
+
+
+def repeat_no_separator(first, T):
+    m = first.shape[1]
+    row = torch.cat([first, first, first], dim=1)[:, : T + 1]  # (N, T + 1), no SEP
+    inputs, targets = row[:, :-1].clone(), row[:, 1:].clone()
+    targets[:, :m] = -100
+    return inputs, targets
+
+
+def repeat_targets_not_shifted(first, T):
+    inputs, _ = repeat_batch(first, T)
+    targets = inputs.clone()
+    targets[:, : first.shape[1]] = -100
+    return inputs, targets
+
+
+def repeat_ignored_with_zero(first, T):
+    inputs, targets = repeat_batch(first, T)
+    return inputs, targets.masked_fill(targets == -100, 0)
+
+
 CASES = [
     # checker, reference solution, [(typical mistake, words the verdict must contain)]
     (
@@ -318,6 +398,35 @@ CASES = [
             (padded_mask_no_head_axis, "mask[:, None]"),
         ],
     ),
+    (
+        ex.check_single_head_forward,
+        single_head_forward,
+        [
+            (single_head_unscaled, "not scaled"),
+            (single_head_softmax_over_queries, "each column"),
+            (single_head_untransposed_weights, "not by their transposes"),
+        ],
+    ),
+    (
+        ex.check_dropout_rescale,
+        dropout_rescale,
+        [
+            (dropout_no_rescale, "keep their old values"),
+            (dropout_divide_by_p, "divided by p"),
+            (dropout_renormalise_rows, "renormalised"),
+            (dropout_keeps_the_dropped, "kept the weights that should be dropped"),
+        ],
+    ),
+    (
+        ex.check_repeat_batch,
+        repeat_batch,
+        [
+            (repeat_scores_first_half, "no model can predict it"),
+            (repeat_no_separator, "separator is missing"),
+            (repeat_targets_not_shifted, "its own position"),
+            (repeat_ignored_with_zero, "not IGNORE_INDEX"),
+        ],
+    ),
 ]
 IDS = [checker.__name__ for checker, _, _ in CASES]
 
@@ -376,6 +485,93 @@ def test_checkers_leave_the_global_random_state_alone(capsys):
     ex.check_mha_from_causal(mha_from_causal)
     ex.check_einsum_attention(einsum_attention)
     assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_every_lesson_from_02_to_08_has_a_checked_exercise():
+    assert ex.LESSONS == ("02", "03", "04", "05", "06", "07", "08")
+    for lesson in ex.LESSONS:
+        assert ex.EXERCISES.get(lesson), f"lesson {lesson} has no checker"
+    placed = {(c.lesson, c.exercise) for c, _, _ in CASES}
+    assert placed == {(les, name) for les, names in ex.EXERCISES.items() for name in names}
+
+
+def test_each_checker_lives_in_the_module_of_its_lesson():
+    for checker, _, _ in CASES:
+        assert checker.__module__ == f"attention_lab.exercises.lesson{checker.lesson}"
+
+
+def test_summary_shows_passed_wrong_and_not_attempted_for_one_lesson(capsys):
+    ex.reset()
+    ex.check_mask_then_softmax(mask_then_softmax)
+    ex.check_sliding_mask(sliding_inverted)
+    ex.check_padded_causal_mask(_stub)
+    capsys.readouterr()
+    table = ex.summary("04")
+    out = capsys.readouterr().out
+    assert out == f"{table}\n"
+    assert out.startswith("lesson 04: 1 of 5 exercises pass\n")
+    lines = out.splitlines()[1:]
+    assert [line.split()[1] for line in lines] == ex.EXERCISES["04"]
+    marks = {line.split()[1]: line.split()[0] for line in lines}
+    assert marks["mask_then_softmax"] == "✅"
+    assert marks["sliding_mask"] == "❌"
+    assert marks["padded_causal_mask"] == "⏳"  # stub: not attempted yet
+    assert marks["tril_then_softmax"] == "⏳"  # never checked
+    assert table.passed == 1 and not table
+    assert table._ipython_display_() is None
+
+
+def test_summary_keeps_the_latest_verdict_and_reset_forgets_it(capsys):
+    ex.reset()
+    ex.check_score_variance(predicted_std_not_variance)
+    ex.check_score_variance(predicted_score_variance)
+    assert ex.RESULTS[("03", "score_variance")]
+    assert ("03", "score_variance", "passed") in ex.summary(3, show=False).rows
+    ex.reset("03")
+    assert ("03", "score_variance") not in ex.RESULTS
+    assert "lesson 03" not in capsys.readouterr().out  # show=False prints nothing
+
+
+def test_summary_of_every_lesson_and_of_an_unknown_lesson_never_raises(capsys):
+    ex.reset()
+    everything = ex.summary(show=False)
+    assert {lesson for lesson, _, _ in everything.rows} == set(ex.LESSONS)
+    assert everything.passed == 0
+    for bad in ("09", "x", None, 4.5, [4]):
+        if bad is None:
+            continue
+        result = ex.summary(bad)
+        assert result.rows == [] and "no lesson" in str(result)
+        assert "no lesson" in capsys.readouterr().out
+    ex.summary("lesson05")
+    assert capsys.readouterr().out.startswith("lesson 05: 0 of 1 exercises pass")
+
+
+def test_repeat_checker_reference_matches_make_batch():
+    from attention_lab.exercises.lesson08 import _reference_repeat_batch
+    from attention_lab.tasks import make_batch, repeat_offset
+
+    for T in (2, 7, 12):
+        x, y = make_batch("repeat", 5, T, 16, generator=torch.Generator().manual_seed(T))
+        want_x, want_y = _reference_repeat_batch(x[:, : repeat_offset(T)], T)
+        assert torch.equal(x, want_x) and torch.equal(y, want_y)
+
+
+def test_single_head_checker_agrees_with_the_library_head(capsys):
+    head = SingleHeadAttention(6, 4)
+    x = torch.randn(2, 5, 6)  # (B, T, d_in)
+    out, weights = single_head_forward(x, head.W_q, head.W_k, head.W_v)
+    want_out, want_w = head(x, return_weights=True)
+    torch.testing.assert_close(out, want_out)
+    torch.testing.assert_close(weights, want_w)
+
+
+def test_dropout_checker_agrees_with_nn_dropout():
+    torch.manual_seed(0)
+    drop = torch.nn.Dropout(0.25).train()
+    w = torch.softmax(torch.randn(4, 6, 6), dim=-1)  # (B, T, T)
+    dropped = drop(w)
+    torch.testing.assert_close(dropout_rescale(w, dropped != 0, 0.25), dropped)
 
 
 def test_a_verdict_shows_nothing_extra_when_it_ends_a_cell():

@@ -1,0 +1,306 @@
+"""The machinery every exercise checker shares: ``Verdict``, the ``checker`` decorator, the
+registry of results behind ``summary``, and helpers that diagnose typical mistakes.
+
+A checker is written as ``grade(fn, ...) -> pass message``: it calls the learner's function
+through ``_call``, raises ``_Wrong(message, hint)`` at the first mistake it recognises, and
+returns the sentence to print when everything holds. ``@checker(lesson, error_hint)`` turns
+it into the function a notebook calls: it seeds and restores the random state, turns every
+outcome into a ``Verdict``, prints it, records it for ``summary`` and never raises.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..masks import causal_mask
+
+LESSONS = ("02", "03", "04", "05", "06", "07", "08")
+
+PASSED, FAILED, NOT_ATTEMPTED = "passed", "not yet", "not attempted yet"
+_MARKS = {PASSED: "✅", FAILED: "❌", NOT_ATTEMPTED: "⏳"}
+
+
+@dataclass
+class Verdict:
+    """What a checker found. ``bool(verdict)`` is True when the answer passed."""
+
+    status: str  # "passed", "not yet" or "not attempted yet"
+    message: str
+    hint: str = ""
+
+    def __bool__(self) -> bool:
+        return self.status == PASSED
+
+    def __str__(self) -> str:
+        text = f"{_MARKS[self.status]} {self.status}: {self.message}"
+        return f"{text}\n   hint: {self.hint}" if self.hint else text
+
+    def _ipython_display_(self) -> None:
+        """Show nothing when a cell ends with a check: the checker has printed already."""
+
+
+# --- machinery -------------------------------------------------------------------------------
+
+
+class _NotAttempted(Exception):
+    """The learner's function still raises NotImplementedError."""
+
+
+class _LearnerError(Exception):
+    """The learner's function raised; ``.error`` holds what it raised."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Wrong(Exception):
+    """The answer is wrong: ``message`` says what, ``hint`` says how to fix it."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+def _call(fn: Callable, *args, **kwargs) -> Any:
+    """Call the learner's function, sorting its exceptions into 'not attempted' and 'raised'."""
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError as error:
+        raise _NotAttempted from error
+    except Exception as error:  # noqa: BLE001 - any learner error becomes a message
+        raise _LearnerError(error) from error
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    first = text[0] if text else ""
+    return first if len(first) <= 160 else first[:157] + "..."
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__name__", "your function")
+
+
+# --- the registry behind summary() -----------------------------------------------------------
+
+# lesson -> the names of its exercises, in the order the checkers are defined
+EXERCISES: dict[str, list[str]] = {}
+# (lesson, exercise name) -> the Verdict of the most recent check in this kernel
+RESULTS: dict[tuple[str, str], Verdict] = {}
+
+
+def checker(lesson: str, error_hint: str):
+    """Turn ``grade(fn, ...) -> pass message`` into the checker of one exercise of ``lesson``.
+
+    The checker prints a Verdict, records it in ``RESULTS[(lesson, name)]`` (``name`` is the
+    grade function's name without ``check_``) and returns it; it never raises."""
+    if lesson not in LESSONS:
+        raise ValueError(f"lesson={lesson!r} is not one of {LESSONS}")
+
+    def wrap(grade: Callable[..., str]) -> Callable[..., Verdict]:
+        name = grade.__name__.removeprefix("check_")
+        if name not in EXERCISES.setdefault(lesson, []):
+            EXERCISES[lesson].append(name)
+
+        @functools.wraps(grade)
+        def check(fn, *args, **kwargs) -> Verdict:
+            verdict = _grade(grade, error_hint, fn, *args, **kwargs)
+            RESULTS[(lesson, name)] = verdict
+            print(f"{verdict}\n", end="", flush=True)  # one write: one stream output
+            return verdict
+
+        check.lesson, check.exercise = lesson, name
+        return check
+
+    return wrap
+
+
+@dataclass
+class Summary:
+    """The learner's table: one ``(lesson, exercise, status)`` row per exercise."""
+
+    rows: list[tuple[str, str, str]] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def passed(self) -> int:
+        return sum(status == PASSED for _, _, status in self.rows)
+
+    def __bool__(self) -> bool:
+        return bool(self.rows) and self.passed == len(self.rows)
+
+    def __str__(self) -> str:
+        if not self.rows:
+            return self.note
+        lines = []
+        for lesson in dict.fromkeys(lesson for lesson, _, _ in self.rows):
+            rows = [(name, status) for les, name, status in self.rows if les == lesson]
+            done = sum(status == PASSED for _, status in rows)
+            lines.append(f"lesson {lesson}: {done} of {len(rows)} exercises pass")
+            width = max(len(name) for name, _ in rows)
+            lines += [f"  {_MARKS[status]} {name:<{width}}  {status}" for name, status in rows]
+        return "\n".join(lines + ([self.note] if self.note else []))
+
+    def _ipython_display_(self) -> None:
+        """Show nothing when a cell ends with summary(): it has printed already."""
+
+
+def _lesson_key(lesson: Any) -> str | None:
+    text = str(lesson).strip().lower().removeprefix("lesson").strip()
+    return text.zfill(2) if text.isdigit() and text.zfill(2) in LESSONS else None
+
+
+def summary(lesson: str | int | None = None, show: bool = True) -> Summary:
+    """Which exercises pass: of one lesson (``"04"``, ``4``) or, with no lesson, of all.
+
+    Each exercise shows the verdict of its most recent check in this kernel: ✅ passed,
+    ❌ not yet, ⏳ not attempted yet (also when its check has not run). Prints the table
+    unless ``show=False``, returns it as a ``Summary``, and never raises."""
+    if lesson is None:
+        lessons = [les for les in LESSONS if EXERCISES.get(les)]
+    else:
+        key = _lesson_key(lesson)
+        if key is None:
+            result = Summary(note=f"no lesson {lesson!r}: use one of {', '.join(LESSONS)}")
+            if show:
+                print(f"{result}\n", end="", flush=True)
+            return result
+        lessons = [key]
+    rows = []
+    for les in lessons:
+        for name in EXERCISES.get(les, []):
+            verdict = RESULTS.get((les, name))
+            rows.append((les, name, NOT_ATTEMPTED if verdict is None else verdict.status))
+    result = Summary(rows, "" if rows else f"lesson {lessons[0]} has no checked exercises yet")
+    if show:
+        print(f"{result}\n", end="", flush=True)
+    return result
+
+
+def reset(lesson: str | int | None = None) -> None:
+    """Forget the recorded verdicts (of one lesson, or all): every exercise shows ⏳ again."""
+    key = None if lesson is None else _lesson_key(lesson)
+    for les, name in list(RESULTS):
+        if key is None or les == key:
+            del RESULTS[(les, name)]
+
+
+def _grade(grade, error_hint: str, fn, *args, **kwargs) -> Verdict:
+    name = _name(fn)
+    if not callable(fn):
+        return Verdict(
+            FAILED,
+            f"the checker needs your function itself, but got a {type(fn).__name__}",
+            "pass the function's name without calling it, e.g. check_x(my_function)",
+        )
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(1234)
+            return Verdict(PASSED, grade(fn, *args, **kwargs))
+    except _NotAttempted:
+        return Verdict(
+            NOT_ATTEMPTED, f"`{name}` still raises NotImplementedError; replace it with your code"
+        )
+    except _Wrong as wrong:
+        return Verdict(FAILED, wrong.message, wrong.hint)
+    except _LearnerError as raised:
+        error = raised.error
+        return Verdict(
+            FAILED, f"`{name}` raised {type(error).__name__}: {_short(error)}", error_hint
+        )
+    except Exception as error:  # noqa: BLE001 - a checker never raises
+        return Verdict(
+            FAILED,
+            f"your answer could not be checked ({type(error).__name__}: {_short(error)})",
+            error_hint,
+        )
+
+
+def _tensor(value: Any, what: str, shape: tuple[int, ...] | None = None) -> torch.Tensor:
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.Tensor):
+        raise _Wrong(
+            f"{what} should be one tensor, but your function returned a pair",
+            "return only the tensor the exercise asks for",
+        )
+    if not isinstance(value, torch.Tensor):
+        raise _Wrong(
+            f"{what} should be a torch.Tensor, but your function returned a {type(value).__name__}",
+            "did you forget the `return` line?" if value is None else "return a tensor",
+        )
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        raise _Wrong(
+            f"{what}: the shape is {tuple(value.shape)}, expected {tuple(shape)}",
+            "print the shape after each line to see where it changes",
+        )
+    return value
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
+    if a.shape != b.shape:
+        return False
+    return torch.allclose(
+        a.detach().double(), b.detach().double(), atol=atol, rtol=1e-4, equal_nan=True
+    )
+
+
+def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The reference: add a float mask of -inf (a different formulation from masked_fill)."""
+    minus_inf = torch.zeros(mask.shape, dtype=scores.dtype).masked_fill(mask, float("-inf"))
+    return torch.softmax(scores + minus_inf, dim=-1)  # (..., T, T)
+
+
+def _diagnose_causal_weights(got: torch.Tensor, scores: torch.Tensor, what: str) -> None:
+    """Raise _Wrong with the most specific diagnosis of wrong causal attention weights."""
+    T = scores.shape[-1]
+    future = causal_mask(T)  # (T, T), True above the diagonal
+    past = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
+    w = got.detach().nan_to_num(0.0)
+    future_mass = w.masked_select(future.expand_as(w)).abs().max().item() if T > 1 else 0.0
+    past_mass = w.masked_select(past.expand_as(w)).abs().max().item() if T > 1 else 0.0
+    if future_mass > 1e-6 and past_mass < 1e-6:
+        raise _Wrong(
+            f"{what}: your mask blocks the past and lets the future through",
+            "True means blocked, and the future is above the diagonal: "
+            "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)",
+        )
+    if torch.isnan(got).any():
+        raise _Wrong(
+            f"{what} have NaN in some rows: every key of those rows was blocked",
+            "block only the future, j > i, with torch.triu(..., diagonal=1); the diagonal "
+            "(a position looking at itself) must stay open",
+        )
+    if _close(w, torch.softmax(scores.masked_fill(future, 0.0), dim=-1)):
+        raise _Wrong(
+            f"{what} give the future a weight of up to {future_mass:.2f}: the future scores "
+            "were set to 0, not to -inf",
+            "exp(0) = 1, so a zero score still gets weight; use "
+            "scores.masked_fill(mask, float('-inf'))",
+        )
+    if _close(w, torch.softmax(scores, dim=-1)):
+        raise _Wrong(
+            f"{what} are a plain softmax: nothing was masked",
+            "apply the causal mask before the softmax",
+        )
+    if future_mass > 1e-6:
+        raise _Wrong(
+            f"{what} give the future a weight of up to {future_mass:.2f}; it must be exactly 0",
+            "every weight above the diagonal (key j > query i) must be 0",
+        )
+    sums = w.sum(dim=-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        raise _Wrong(
+            f"{what}: the rows sum to values between {sums.min().item():.2f} and "
+            f"{sums.max().item():.2f}, not to 1",
+            "each row is a weighted average over keys: softmax over dim=-1, or divide each "
+            "row by its sum (keepdim=True)",
+        )
+
+
+def _example_scores(*shape: int, scale: float = 2.0) -> torch.Tensor:
+    return torch.randn(*shape) * scale

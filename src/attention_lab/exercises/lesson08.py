@@ -1,0 +1,127 @@
+"""Lesson 08 · training on toy tasks (notebooks/08_training_copy_task.ipynb): how much each
+head looks at the previous token, and a batch of the repeat task, whose answers must be
+fetched from the first half of the row.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..masks import causal_mask
+from ..tasks import IGNORE_INDEX, SEP, repeat_offset
+from ._core import _call, _close, _example_scores, _masked_softmax, _tensor, _Wrong, checker
+
+# --- exercise 4 of exercises.ipynb: 4 -> 8 heads at d_model 32, how far does each head look? -
+
+
+@checker("08", "return a (H,) tensor: one number per head")
+def check_previous_token_share(fn) -> str:
+    """``fn(weights (B, H, T, T)) -> (H,)``: the mean weight query i puts on key i - 1."""
+    for B, H, T in ((2, 4, 6), (3, 8, 12), (1, 1, 3)):
+        scores = _example_scores(B, H, T, T)
+        weights = _masked_softmax(scores, causal_mask(T))  # (B, H, T, T)
+        got = _call(fn, weights.clone())
+        if isinstance(got, torch.Tensor) and got.dim() == 0:
+            raise _Wrong(
+                "you returned one number; the exercise wants one per head",
+                "average over the batch and the positions only: .mean(dim=(0, -1))",
+            )
+        got = _tensor(got, f"the share for weights of shape {(B, H, T, T)}", (H,))
+        rows = range(1, T)
+        want = torch.stack([weights[:, :, i, i - 1] for i in rows], -1).mean(dim=(0, 2))  # (H,)
+        if _close(got, want, 1e-5):
+            continue
+        for offset, why in ((0, "each query looking at itself"), (1, "key i + 1, the future")):
+            other = weights.diagonal(offset=offset, dim1=-2, dim2=-1).mean(dim=(0, 2))  # (H,)
+            if _close(got, other, 1e-5):
+                raise _Wrong(
+                    f"you read the diagonal with offset={offset}: that is {why}",
+                    "the previous token of query i is key i - 1: diagonal(offset=-1, "
+                    "dim1=-2, dim2=-1)",
+                )
+        raise _Wrong(
+            f"with weights of shape {(B, H, T, T)} your shares differ by up to "
+            f"{(got - want).abs().max().item():.3f}",
+            "take weights.diagonal(offset=-1, dim1=-2, dim2=-1), (B, H, T - 1), then average "
+            "over the batch and the positions",
+        )
+    return "one number per head: the mean weight on the previous token"
+
+
+# --- new: a batch of the repeat task ---------------------------------------------------------
+
+
+def _reference_repeat_batch(first: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Loop version: row = first half, SEP, the first half again; targets shifted by one,
+    the first m targets ignored."""
+    m = repeat_offset(T)
+    inputs = torch.empty(len(first), T, dtype=torch.long)
+    targets = torch.empty(len(first), T, dtype=torch.long)
+    for b, ids in enumerate(first.tolist()):
+        row = [*ids, SEP, *ids[: T - m]]  # T + 1 tokens
+        for t in range(T):
+            inputs[b, t] = row[t]
+            targets[b, t] = IGNORE_INDEX if t < m else row[t + 1]
+    return inputs, targets
+
+
+@checker("08", "return (inputs, targets), both int64 tensors of shape (N, T)")
+def check_repeat_batch(fn) -> str:
+    """``fn(first, T) -> (inputs, targets)`` for the repeat task: ``first`` is (N, m) ids
+    (m = (T + 1) // 2), each row is ``first``, the separator SEP = 0, then ``first`` again,
+    cut to T + 1 tokens; targets are the next tokens, IGNORE_INDEX on the first m positions."""
+    for N, T in ((3, 12), (2, 7), (1, 2)):
+        m = repeat_offset(T)
+        first = torch.randint(1, 20, (N, m))  # (N, m), ids 1.. (0 is the separator)
+        result = _call(fn, first.clone(), T)
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise _Wrong(
+                f"your function returned a {type(result).__name__}, not (inputs, targets)",
+                "return inputs, targets",
+            )
+        inputs = _tensor(result[0], f"inputs for T={T}", (N, T))
+        targets = _tensor(result[1], f"targets for T={T}", (N, T))
+        want_x, want_y = _reference_repeat_batch(first, T)  # (N, T), (N, T)
+        if torch.equal(inputs, want_x) and torch.equal(targets, want_y):
+            if targets.dtype != torch.long:
+                raise _Wrong(f"targets have dtype {targets.dtype}", "use torch.long (int64)")
+            continue
+        where = f"with T={T} (m={m})"
+        doubled = torch.cat([first, first], dim=1)[:, :T]  # (N, T): no separator
+        if torch.equal(inputs, doubled):
+            raise _Wrong(
+                f"{where}, the separator is missing: the second half starts right after the first",
+                f"put SEP = {SEP} between the halves: torch.cat([first, sep, first], dim=1)",
+            )
+        if not torch.equal(inputs, want_x):
+            raise _Wrong(
+                f"{where}, the inputs differ from first + [SEP] + first in "
+                f"{int((inputs != want_x).sum())} places",
+                "build the row of T + 1 tokens, then inputs = row[:, :-1]",
+            )
+        scored = want_y.clone()  # (N, T): the targets with the first half left in
+        scored[:, :m] = want_x[:, 1 : m + 1]
+        if torch.equal(targets, scored):
+            raise _Wrong(
+                f"{where}, the first {m} targets are scored, but the first half is random: no "
+                "model can predict it",
+                "set targets[:, :m] = IGNORE_INDEX so the loss leaves them out",
+            )
+        if torch.equal(targets[:, m:], inputs[:, m:]):
+            raise _Wrong(
+                f"{where}, each target is the token at its own position",
+                "the target at t is the next token, t + 1: targets = row[:, 1:]",
+            )
+        ignored = want_y == IGNORE_INDEX  # (N, T)
+        if torch.equal(targets[~ignored], want_y[~ignored]):
+            raise _Wrong(
+                f"{where}, the first half is marked with {targets[ignored].unique().tolist()}, "
+                f"not IGNORE_INDEX = {IGNORE_INDEX}",
+                f"use IGNORE_INDEX ({IGNORE_INDEX}); 0 is a real token, the separator",
+            )
+        raise _Wrong(
+            f"{where}, the targets differ from the expected ones in "
+            f"{int((targets != want_y).sum())} places",
+            "targets = row[:, 1:], then targets[:, :m] = IGNORE_INDEX",
+        )
+    return "row = first half, SEP, first half again; only the second half is scored"
