@@ -81,3 +81,32 @@ def assert_future_does_not_leak(fn, x: torch.Tensor, t: int) -> None:
     torch.testing.assert_close(after[:, : t + 1], before[:, : t + 1], rtol=0, atol=1e-6)
     # The change must matter somewhere, or the test proves nothing.
     assert not torch.allclose(after[:, t + 1 :], before[:, t + 1 :])
+
+
+# --- one trained model per task for the whole session ---------------------------------
+# Training takes about a second each; every test that needs a trained model shares these.
+# Tests must not change their weights (evaluate/forward/generate only).
+
+
+def _trained(task: str):
+    from attention_lab import TinyLM, train
+
+    torch.manual_seed(0)
+    model = TinyLM()  # the chapter's setting: TinyLMConfig() defaults
+    return model, train(model, task, progress=False)  # train() defaults, seed 0
+
+
+@pytest.fixture(scope="session")
+def copy_run():
+    """TinyLM() trained on the copy task with train()'s defaults: (model, history)."""
+    return _trained("copy")
+
+
+@pytest.fixture(scope="session")
+def previous_run():
+    return _trained("previous")
+
+
+@pytest.fixture(scope="session")
+def repeat_run():
+    return _trained("repeat")

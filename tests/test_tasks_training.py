@@ -9,6 +9,7 @@ import torch
 
 from attention_lab import (
     IGNORE_INDEX,
+    SEP,
     TASKS,
     TinyLM,
     evaluate,
@@ -17,6 +18,7 @@ from attention_lab import (
     train,
     train_tiny_lm,
 )
+from attention_lab.tasks import repeat_offset, rows_in
 
 CHANCE = math.log(64)  # ln 64 = 4.16: the loss of a uniform guess over 64 ids
 
@@ -136,12 +138,7 @@ def test_pick_device_returns_the_cpu_on_a_machine_without_an_accelerator():
 # --- training ----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def copy_run():
-    """The seed's setting: TinyLM() defaults and train(model) defaults, seed 0."""
-    torch.manual_seed(0)
-    model = TinyLM()
-    return model, train(model, progress=False)
+# copy_run, previous_run, repeat_run: session fixtures in conftest.py (trained once)
 
 
 def test_copy_task_starts_near_chance(copy_run):
@@ -150,7 +147,7 @@ def test_copy_task_starts_near_chance(copy_run):
     assert abs(history.step_losses[0] - CHANCE) < 0.5
 
 
-def test_copy_task_trains_to_a_held_out_loss_of_at_most_0_01(copy_run):
+def test_copy_task_trains_to_a_fresh_batch_loss_of_at_most_0_01(copy_run):
     model, history = copy_run
     assert history.task == "copy"
     assert len(history.epoch_losses) == 3
@@ -161,8 +158,18 @@ def test_copy_task_trains_to_a_held_out_loss_of_at_most_0_01(copy_run):
     assert history.final_loss <= 0.01
     assert history.final_accuracy >= 0.999
     assert not model.training, "train() leaves the model in eval mode"
-    # The numbers in the history are those evaluate() measures.
+    # The copy task has only 64 rows, all in training: the evaluation is a fresh batch,
+    # not a held-out set, and the history says so. Its numbers are evaluate()'s.
+    assert not history.held_out and history.eval_rows == 512
     assert evaluate(model, "copy") == pytest.approx((history.final_loss, history.final_accuracy))
+
+
+def test_a_held_out_copy_set_cannot_exist_and_evaluate_says_so(copy_run):
+    model, _ = copy_run
+    x_train, _ = make_batch("copy", 2048, generator=torch.Generator().manual_seed(0))
+    assert len(torch.unique(x_train[:, 0])) == 64  # every possible row is a training row
+    with pytest.raises(ValueError, match="too few different rows.*exclude=None"):
+        evaluate(model, "copy", exclude=x_train)
 
 
 def test_evaluate_restores_the_training_mode(copy_run):
@@ -175,8 +182,8 @@ def test_evaluate_restores_the_training_mode(copy_run):
     assert not model.training
 
 
-def test_previous_task_reaches_95_percent_accuracy_with_the_defaults():
-    model, history = train_tiny_lm("previous", progress=False)
+def test_previous_task_reaches_95_percent_accuracy_with_the_defaults(previous_run):
+    model, history = previous_run
     assert abs(history.initial_loss - CHANCE) < 0.3
     assert history.final_accuracy >= 0.95
     # To solve it, some head must look one step back: its weight on t-1 dominates.
@@ -205,3 +212,82 @@ def test_train_with_an_explicit_seed_uses_the_same_data_order():
         model = TinyLM(context_length=6, vocab_size=10)
         runs.append(train(model, epochs=1, n_rows=64, batch_size=16, seed=3, progress=False))
     assert runs[0].step_losses == runs[1].step_losses
+
+
+def _training_rows(task: str, seed: int = 0) -> torch.Tensor:
+    """The inputs train() draws first from its seed: the training set."""
+    x, _ = make_batch(task, 2048, generator=torch.Generator().manual_seed(seed))
+    return x
+
+
+@pytest.mark.parametrize("task", ["previous", "repeat"])
+def test_tasks_with_many_rows_are_evaluated_on_rows_never_trained_on(task, request):
+    model, history = request.getfixturevalue(f"{task}_run")
+    assert history.held_out
+    x_eval, y_eval = make_batch(task, 512, generator=torch.Generator().manual_seed(1234))
+    unseen = ~rows_in(x_eval, _training_rows(task))
+    assert unseen.sum() == history.eval_rows > 0
+    loss, accuracy = evaluate(model, task, exclude=_training_rows(task))
+    assert (loss, accuracy) == pytest.approx((history.final_loss, history.final_accuracy))
+
+
+def test_repeat_rows_are_a_sequence_a_separator_and_the_sequence_again():
+    T = 12
+    m = repeat_offset(T)
+    x, y = make_batch("repeat", 50, T, 64, generator=torch.Generator().manual_seed(0))
+    assert m == 6 and x.shape == y.shape == (50, T)
+    assert (x[:, m] == SEP).all() and (x[:, :m] != SEP).all()
+    torch.testing.assert_close(x[:, m + 1 :], x[:, : T - m - 1])  # second half = first half
+    assert (y[:, :m] == IGNORE_INDEX).all()  # the random first half is not scored
+    torch.testing.assert_close(y[:, m:], x[:, : T - m])  # target at p is the token at p - m
+
+
+@pytest.mark.parametrize("T", [2, 3, 7])
+def test_repeat_targets_lie_m_positions_back_for_any_length(T):
+    x, y = make_batch("repeat", 20, T, 9, generator=torch.Generator().manual_seed(1))
+    m = repeat_offset(T)
+    scored = (y != IGNORE_INDEX).nonzero().tolist()
+    assert len(scored) == 20 * (T - m) > 0
+    for row, p in scored:
+        assert y[row, p] == x[row, p - m]  # the answer at p sits m positions back
+
+
+def test_repeat_needs_room_for_a_separator():
+    with pytest.raises(ValueError, match="context_length >= 2.*context_length=1"):
+        make_batch("repeat", 4, 1, 64)
+
+
+def test_repeat_task_routes_each_answer_from_m_positions_back(repeat_run):
+    model, history = repeat_run
+    assert abs(history.initial_loss - CHANCE) < 0.3
+    assert history.final_accuracy >= 0.95
+    x, _ = make_batch("repeat", 64, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        _, weights = model(x, return_weights=True)  # (B, H, T, T)
+    m = repeat_offset(12)
+    # query p >= m must fetch its answer from key p - m: some head's weight sits on that
+    # diagonal, shifted m steps below the main one
+    shifted = weights.diagonal(offset=-m, dim1=-2, dim2=-1)  # (B, H, T - m)
+    assert shifted.mean(dim=(0, 2)).max() > 0.8
+
+
+def test_generate_writes_the_second_half_from_the_first(repeat_run):
+    model, _ = repeat_run
+    x, _ = make_batch("repeat", 32, generator=torch.Generator().manual_seed(9))
+    m = repeat_offset(12)
+    prompt = x[:, : m + 1]  # the first half and the separator
+    out = model.generate(prompt, max_new_tokens=12 - m)  # (B, 12 + 1)
+    assert out.shape == (32, 13)
+    torch.testing.assert_close(out[:, : m + 1], prompt)
+    accuracy = (out[:, m + 1 :] == x[:, : 12 - m]).float().mean().item()  # = first half
+    assert accuracy >= 0.95
+
+
+def test_generate_is_greedy_and_keeps_the_mode(copy_run):
+    model, _ = copy_run
+    model.train()
+    idx = torch.tensor([[5, 5, 5]])
+    out = model.generate(idx, 4)
+    assert model.training
+    torch.testing.assert_close(out, torch.tensor([[5] * 7]))  # the copy model repeats
+    model.eval()
