@@ -197,7 +197,9 @@ def test_from_torch_refuses_a_module_it_cannot_represent():
 @pytest.mark.parametrize("return_weights", [False, True], ids=["sdpa_path", "explicit_path"])
 def test_fused_dropout_rescales_the_surviving_weights(return_weights):
     p = 0.5
-    module = MultiHeadSelfAttention(T, 1, CONTEXT, dropout=p, qkv_bias=False, out_bias=False).train()
+    module = MultiHeadSelfAttention(
+        T, 1, CONTEXT, dropout=p, qkv_bias=False, out_bias=False
+    ).train()
     with torch.no_grad():  # V and out_proj = identity, x = identity: output = dropped weights
         module.qkv.weight[2 * T :].copy_(torch.eye(T))
         module.out_proj.weight.copy_(torch.eye(T))
