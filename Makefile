@@ -36,6 +36,7 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
+	$(BIN)/python -m ruff format --check src tests tools
 	$(BIN)/python -m pytest tests notebooks $(PYTEST_NB)
 
 unit: $(STAMP)
@@ -46,6 +47,7 @@ nbval: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
+	$(BIN)/python -m ruff format --check src tests tools
 
 format: $(STAMP)
 	$(BIN)/python -m ruff format src tests tools
