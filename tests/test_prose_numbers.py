@@ -1,0 +1,75 @@
+"""A number the prose quotes comes from the code next to it.
+
+For every markdown cell of every notebook, each number it quotes (a decimal such as 0.98,
+a percentage, a ratio such as 3.1×, a number with thousands separators) must appear in
+the source or the stored output of a code cell close by (within ``WINDOW`` cells before or
+after): as an input the reader can see, or as a result the run printed. A sentence that
+quotes a number the run no longer prints fails here, so prose and outputs cannot drift.
+
+Formulas (``$...$``), inline code and link targets are not prose and are skipped. A number
+that is a plain fact rather than a measurement (say, a constant of a paper) goes in
+``FACTS`` with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(
+    p for p in (ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+)
+WINDOW = 6
+NUMBER = re.compile(
+    r"(?<![\w.\-])(\d+\.\d+|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?×)"
+)
+NOT_PROSE = [
+    re.compile(p, re.S) for p in (r"\$\$.*?\$\$", r"\$[^$\n]*\$", r"`[^`]*`", r"\]\([^)]*\)")
+]
+# (notebook name, number as written) -> why it needs no nearby code
+FACTS: dict[tuple[str, str], str] = {}
+
+
+def _code_text(cell: dict) -> str:
+    if cell["cell_type"] != "code":
+        return ""
+    text = "".join(cell["source"])
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            text += "".join(out["text"])
+        elif "text/plain" in out.get("data", {}):
+            text += "".join(out["data"]["text/plain"])
+    return text
+
+
+def _normal(number: str) -> str:
+    return number.replace(" ", "").rstrip("%×").replace(",", "")
+
+
+def unbacked_numbers(path: Path) -> list[str]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    problems = []
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        prose = "".join(cell["source"])
+        for pattern in NOT_PROSE:
+            prose = pattern.sub(" ", prose)
+        lo, hi = max(0, i - WINDOW), min(len(cells), i + WINDOW + 1)
+        near = "".join(_code_text(c) for c in cells[lo:hi]).replace(",", "")
+        for match in NUMBER.finditer(prose):
+            quoted = match.group(1)
+            if (path.name, quoted) in FACTS or _normal(quoted) in near:
+                continue
+            problems.append(f"cell {i}: {quoted!r} is not printed or set by a nearby code cell")
+    return problems
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[str(p.relative_to(ROOT)) for p in NOTEBOOKS])
+def test_every_number_the_prose_quotes_is_printed_or_set_nearby(path):
+    problems = unbacked_numbers(path)
+    assert not problems, f"{path.name}:\n" + "\n".join(problems)
