@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -112,3 +113,119 @@ def test_text_heatmap_draws_one_character_per_weight_with_token_labels():
 def test_text_heatmap_refuses_more_than_one_matrix():
     with pytest.raises(ValueError, match="one \\(T, T\\) matrix"):
         text_heatmap(random_weights(2))
+
+
+# -- masked cells, colour scale, readability (issue 10) ----------------------------------
+
+
+def causal_weights(H=4, T=16, scale=0.01):
+    from attention_lab.masks import causal_mask
+
+    mask = causal_mask(T)  # (T, T), True = blocked
+    scores = torch.randn(H, T, T) * scale  # an untrained head: weights close to uniform
+    return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1), mask  # (H, T, T)
+
+
+def pixel(fig, ax, row, col) -> np.ndarray:
+    """The RGB colour the rendered figure shows at the centre of cell (row, col) of ax."""
+    if getattr(fig, "_test_pixels", None) is None:
+        fig.canvas.draw()
+        fig._test_pixels = np.asarray(fig.canvas.buffer_rgba()).copy()
+    rgba = fig._test_pixels
+    x, y = ax.transData.transform((col, row))
+    return rgba[int(round(rgba.shape[0] - y)), int(round(x)), :3].astype(float)
+
+
+def test_blocked_cells_look_unlike_the_smallest_real_weight():
+    w, mask = causal_weights()
+    fig = plot_heads(w, mask=mask)
+    T = w.shape[-1]
+    for h, ax in enumerate(panels(fig)):
+        real = w[h].masked_fill(mask, float("inf"))
+        row, col = divmod(int(real.argmin()), T)  # the smallest weight that was computed
+        assert not mask[row, col]
+        for blocked in [(0, T - 1), (T // 2, T // 2 + 1), (T - 2, T - 1)]:
+            assert mask[blocked]
+            distance = np.linalg.norm(pixel(fig, ax, *blocked) - pixel(fig, ax, row, col))
+            assert distance > 60, (h, blocked, distance)
+
+
+def test_blocked_cells_are_grey_even_without_stripes():
+    w, mask = causal_weights(H=2, T=6)
+    fig = plot_heads(w, mask=mask, hatch=False)
+    ax = panels(fig)[0]
+    r, g, b = pixel(fig, ax, 0, 5)
+    assert max(r, g, b) - min(r, g, b) < 8  # neutral: no hue, so no weight looks like it
+
+
+def test_a_small_weight_is_visibly_not_white_and_zero_is_white():
+    T = 16
+    w = torch.full((1, T, T), 1.0 / T)
+    w[0, 0] = 0.0  # row 0: weight exactly 0 everywhere (not blocked)
+    fig = plot_heads(w)
+    ax = panels(fig)[0]
+    white = np.array([255.0, 255.0, 255.0])
+    assert np.linalg.norm(pixel(fig, ax, 0, 3) - white) < 20  # 0 is white-ish
+    assert np.linalg.norm(pixel(fig, ax, 5, 3) - white) > 60  # 1/16 is clearly tinted
+
+
+def test_zeros_are_not_mistaken_for_blocked_cells():
+    w = torch.zeros(1, 4, 4)
+    w[0, :, 0] = 1.0  # every query looks at key 0 only; nothing was blocked
+    fig = plot_heads(w)
+    assert not any(o.get_visible() for ax in panels(fig) for o in ax.images[1:])
+    assert not fig.legends[0].get_visible()
+    fig = plot_heads(w, mask=torch.ones(4, 4, dtype=torch.bool).triu(1))
+    assert fig.legends[0].get_visible()
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["blocked"]
+
+
+def test_a_mask_per_head_is_drawn_per_head():
+    from attention_lab.headgrid import HeadGrid
+
+    T = 5
+    masks = torch.stack([torch.ones(T, T, dtype=torch.bool).triu(1), torch.zeros(T, T).bool()])
+    grid = HeadGrid(2, T)
+    grid.update(torch.full((2, T, T), 0.2), mask=masks)
+    assert np.ma.is_masked(grid.images[0].get_array())
+    assert not np.ma.is_masked(grid.images[1].get_array())
+    np.testing.assert_array_equal(grid.mask, masks.numpy())
+
+
+def test_a_float_or_misshapen_mask_is_refused_with_the_fix():
+    w, mask = causal_weights(H=2, T=5)
+    with pytest.raises(ValueError, match="boolean mask with True where attention is blocked"):
+        plot_heads(w, mask=mask.float())
+    with pytest.raises(ValueError, match=r"mask has shape \(4, 4\)"):
+        plot_heads(w, mask=mask[:4, :4])
+
+
+def test_labels_and_titles_are_readable_from_the_back_of_the_room():
+    fig = plot_heads(random_weights(3, T=6), tokens=list("abcdef"), suptitle="x")
+    assert fig.dpi >= 100
+    for ax in panels(fig):
+        assert ax.title.get_fontsize() >= 11
+        for label in ax.get_xticklabels() + ax.get_yticklabels():
+            assert label.get_fontsize() >= 9
+    assert fig._suptitle.get_fontsize() >= 11
+    bar = [ax for ax in fig.axes if ax not in panels(fig) and ax.get_visible()][-1]
+    assert all(t.get_fontsize() >= 9 for t in bar.get_yticklabels())
+
+
+@pytest.mark.parametrize(("tokens", "rotation"), [(["the", "cat", "sat", "on"], 0), (None, 0)])
+def test_short_token_labels_stay_horizontal(tokens, rotation):
+    fig = plot_heads(random_weights(2, T=4), tokens=tokens)
+    assert {t.get_rotation() for t in panels(fig)[0].get_xticklabels()} == {rotation}
+
+
+def test_long_labels_on_many_columns_stand_up_instead_of_colliding():
+    T = 12
+    fig = plot_heads(random_weights(2, T=T), tokens=[f"word{i}" for i in range(T)])
+    assert {t.get_rotation() for t in panels(fig)[0].get_xticklabels()} == {90}
+
+
+def test_the_colour_scale_is_square_root_spaced_so_small_weights_show():
+    fig = plot_heads(random_weights(2))
+    norm = panels(fig)[0].images[0].norm
+    assert norm(1 / 16) == pytest.approx(0.25)  # a quarter of the colours below 1/16
+    assert norm(0.0) == 0.0 and norm(1.0) == 1.0
