@@ -161,6 +161,19 @@ def test_build_replaces_prose_and_keeps_code_outputs_and_metadata(repo):
     assert _run(repo, "check") == 0
 
 
+def test_notebooks_are_written_byte_for_byte_as_nbformat_writes_them(repo, tmp_path):
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert tr.dumps_notebook(tr.read_notebook(path)) == path.read_text(encoding="utf-8")
+    _run(repo, "update")
+    _translate_properly(repo)
+    _run(repo, "build")
+    built = repo / "notebooks" / "zh-CN" / "a.ipynb"
+    nbformat.write(nbformat.read(built, as_version=4), tmp_path / "again.ipynb")
+    assert built.read_text(encoding="utf-8") == (tmp_path / "again.ipynb").read_text(
+        encoding="utf-8"
+    )
+
+
 def test_changing_one_english_sentence_fails_check_until_the_catalogue_is_updated(repo, capsys):
     _run(repo, "update")
     _translate_properly(repo)

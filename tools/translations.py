@@ -35,19 +35,40 @@ import argparse
 import copy
 import difflib
 import io
+import json
 import re
 import sys
 import time
 import tokenize
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 import polib
 
 TOOLS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS))
-import badges  # noqa: E402  (tools/ is not a package)
+
+
+def _import_badges():
+    """tools/badges.py, without paying for its module-level `import nbformat` (seconds here:
+    jsonschema's format checkers), which badge_source() does not use. Once badges.py imports
+    nbformat inside main(), this is a plain import."""
+    if "nbformat" in sys.modules:
+        import badges
+
+        return badges
+    placeholder = types.ModuleType("nbformat", "not loaded by tools/translations.py")
+    sys.modules["nbformat"] = placeholder
+    try:
+        import badges
+    finally:
+        if sys.modules.get("nbformat") is placeholder:
+            del sys.modules["nbformat"]
+    return badges
+
+
+badges = _import_badges()
 
 ROOT = TOOLS.parent
 LANG_DIR = "zh-CN"  # notebooks/zh-CN/
@@ -89,6 +110,30 @@ def catalogue_path(root: Path, notebook: Path) -> Path:
 
 def translated_path(root: Path, notebook: Path) -> Path:
     return root / "notebooks" / LANG_DIR / notebook.name
+
+
+# --------------------------------------------------------------------------- notebook files
+# Plain json, written byte for byte as nbformat writes it (checked in the tests): importing
+# nbformat costs seconds here (jsonschema's format checkers), longer than all the work.
+
+
+def read_notebook(path: Path) -> dict:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    if nb.get("nbformat") != 4:
+        raise TranslationError(f"{path}: nbformat {nb.get('nbformat')}, expected 4")
+    for cell in nb["cells"]:
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(cell["source"])
+    return nb
+
+
+def dumps_notebook(nb: dict) -> str:
+    nb = copy.deepcopy(nb)
+    for cell in nb["cells"]:
+        if isinstance(cell.get("source"), str):
+            cell["source"] = cell["source"].splitlines(True)
+    text = json.dumps(nb, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
+    return text + "\n"
 
 
 # --------------------------------------------------------------------------- comments
@@ -184,11 +229,12 @@ def is_generated(cell) -> bool:
 def extract(nb) -> list[Message]:
     """Translatable strings of one notebook, in order, each (msgctxt, msgid) once."""
     found: dict[tuple[str, str], Message] = {}
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "markdown" and not is_generated(cell) and cell.source.strip():
-            keys = [(MARKDOWN, cell.source)]
-        elif cell.cell_type == "code":
-            keys = [(COMMENT, c.prose) for c in code_comments(cell.source)]
+    for index, cell in enumerate(nb["cells"]):
+        kind, source = cell["cell_type"], cell["source"]
+        if kind == "markdown" and not is_generated(cell) and source.strip():
+            keys = [(MARKDOWN, source)]
+        elif kind == "code":
+            keys = [(COMMENT, c.prose) for c in code_comments(source)]
         else:
             keys = []
         for key in keys:
@@ -297,7 +343,7 @@ def update(root: Path, notebooks: list[Path]) -> list[str]:
     for other in sorted((root / "i18n" / LOCALE).glob("*.po")):
         remember(load_catalogue(other))
     for path in notebooks:
-        nb = nbformat.read(path, as_version=4)
+        nb = read_notebook(path)
         target = catalogue_path(root, path)
         old = load_catalogue(target)
         merged = merge(old, extract(nb), f"notebooks/{path.name}", compendium)
@@ -376,19 +422,19 @@ def translate_notebook(nb, po: polib.POFile, name: str, notebook_names: set[str]
         return entry.msgstr
 
     out = copy.deepcopy(nb)
-    for cell in out.cells:
-        if cell.cell_type == "markdown":
+    for cell in out["cells"]:
+        if cell["cell_type"] == "markdown":
             if is_generated(cell):
-                cell.source = badges.badge_source(f"{LANG_DIR}/{name}")
-            elif cell.source.strip():
-                cell.source = fix_links(tr(MARKDOWN, cell.source), notebook_names)
-        elif cell.cell_type == "code":
-            cell.source = replace_comments(cell.source, lambda t: tr(COMMENT, t))
+                cell["source"] = badges.badge_source(f"{LANG_DIR}/{name}")
+            elif cell["source"].strip():
+                cell["source"] = fix_links(tr(MARKDOWN, cell["source"]), notebook_names)
+        elif cell["cell_type"] == "code":
+            cell["source"] = replace_comments(cell["source"], lambda t: tr(COMMENT, t))
     return out
 
 
 def build_one(root: Path, path: Path, allow_untranslated: bool = False):
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     po = load_catalogue(catalogue_path(root, path))
     if not catalogue_path(root, path).exists() and not allow_untranslated:
         raise TranslationError(f"{path.name}: no catalogue; run `translations.py update` first")
@@ -417,7 +463,7 @@ def build(root: Path, notebooks: list[Path], allow_untranslated: bool, run: bool
     for path, nb in built:
         target = translated_path(root, path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, target)
+        target.write_text(dumps_notebook(nb), encoding="utf-8")
         report.append(f"wrote {target.relative_to(root)}")
     if run:
         import run_notebooks  # needs nbclient and a kernel; imported only here
@@ -436,11 +482,11 @@ _VOLATILE_METADATA = {"execution", "collapsed", "scrolled", "ExecuteTime"}
 def _sources(nb) -> list[tuple]:
     return [
         (
-            c.cell_type,
-            c.source,
+            c["cell_type"],
+            c["source"],
             {k: v for k, v in c.get("metadata", {}).items() if k not in _VOLATILE_METADATA},
         )
-        for c in nb.cells
+        for c in nb["cells"]
     ]
 
 
@@ -453,7 +499,7 @@ def check(root: Path, notebooks: list[Path]) -> list[str]:
         if not cat.exists():
             found.append(f"{path.name}: no catalogue {cat.relative_to(root)} (run `update`)")
             continue
-        nb = nbformat.read(path, as_version=4)
+        nb = read_notebook(path)
         po = load_catalogue(cat)
         messages = extract(nb)
         bad = problems(po, messages)
@@ -473,7 +519,7 @@ def check(root: Path, notebooks: list[Path]) -> list[str]:
             found.append(f"{path.name}: {target.relative_to(root)} missing (run `build`)")
             continue
         want = _sources(translate_notebook(nb, po, path.name, names))
-        have = _sources(nbformat.read(target, as_version=4))
+        have = _sources(read_notebook(target))
         if want != have:
             if len(want) != len(have):
                 where = f"{len(have)} cells, expected {len(want)}"
