@@ -32,12 +32,19 @@ Colours, font sizes and dpi come from ``palette``: head h has one colour everywh
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 from matplotlib.collections import LineCollection
-from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.patches import Circle, FancyArrowPatch, Patch, Rectangle
 
 from ._checks import as_size
 from .palette import (
+    BLOCKED_COLOR,
+    BLOCKED_HATCH_COLOR,
+    BLOCKED_LABEL,
+    CMAP,
     DPI,
     LABEL_SIZE,
     TEXT_COLOR,
@@ -45,6 +52,7 @@ from .palette import (
     TITLE_SIZE,
     head_color,
     text_color_on,
+    weight_norm,
 )
 from .plotting import LabFigure
 
@@ -158,7 +166,8 @@ def _arrow(ax, start, end, text="", lw=1.6, color=ARROW, side="above", size=TICK
 def _label(ax, x, y, text, size=LABEL_SIZE, **kw):
     kw.setdefault("ha", "center")
     kw.setdefault("va", "center")
-    return ax.text(x, y, text, fontsize=size, color=TEXT_COLOR, **kw)
+    kw.setdefault("color", TEXT_COLOR)
+    return ax.text(x, y, text, fontsize=size, **kw)
 
 
 def _title(fig, ax, text: str, own_figure: bool) -> None:
@@ -283,4 +292,587 @@ def head_split(T: int, D: int, H: int, B: int = 1, ax=None) -> LabFigure:
     draw_head_split(ax, T, D, H, B)
     d_head = D // H
     _title(fig, ax, f"Splitting d_model = {D} into n_heads = {H} heads of d_head = {d_head}", own)
+    return fig
+
+
+def _own_axes(width: float, height: float, top: float = 0.86):
+    fig = LabFigure(figsize=(width, height), dpi=DPI)
+    ax = fig.add_axes((0.01, 0.01, 0.98, top - 0.01))
+    return fig, ax
+
+
+# -- 01: the weighted average -------------------------------------------------------------
+
+
+def weighted_average(weights, tokens: Sequence[str] | None = None, query=None) -> LabFigure:
+    """The context vector as a weighted average: one arrow per token (notebook 01).
+
+    ``weights`` is one row of attention weights, shape (T,), summing to 1; arrow width
+    and opacity grow with the weight, and each arrow carries its number. ``query`` (a
+    token or a position) marks the token whose context vector this is.
+    """
+    w = _weights(weights, "weights", 1)
+    T = len(w)
+    _size("T", T, 1, 24, example=6)
+    if np.any(w < 0) or abs(w.sum() - 1) > 1e-3:
+        raise ValueError(
+            f"weights sum to {w.sum():.4f} (min {w.min():.3f}); a weighted average needs "
+            "non-negative weights summing to 1: pass softmax(scores)"
+        )
+    tokens = [str(t) for t in (tokens if tokens is not None else range(T))]
+    if len(tokens) != T:
+        raise ValueError(f"got {len(tokens)} tokens for {T} weights; pass one token per weight")
+    q = None
+    if query is not None:
+        if isinstance(query, str):
+            if query not in tokens:
+                raise ValueError(f"query={query!r} is not one of the tokens {tokens}")
+            q = tokens.index(query)
+        else:
+            q = _size("query", query, 0, T - 1, example=0)
+    row_h = 0.62
+    height = T * row_h
+    fig, ax = _own_axes(7.5, 1.0 + 0.42 * T + 0.3)
+    _canvas(0, 0, (-0.2, 8.0), (-0.35, height + 0.1), ax=ax)
+    cx, cy = 6.0, height / 2
+    ctx = _box(ax, cx, cy - 0.45, 1.6, 0.9, head_color(4), "context\nvector", gid="context")
+    ctx.set_zorder(3)
+    top = w.max()
+    for i, (token, weight) in enumerate(zip(tokens, w)):
+        y = height - (i + 0.5) * row_h
+        is_query = i == q
+        _box(
+            ax,
+            0.0,
+            y - 0.24,
+            1.5,
+            0.48,
+            NEUTRAL,
+            token,
+            gid=f"token {i}",
+            lw=2.6 if is_query else 1.0,
+        )
+        if is_query:
+            _label(ax, -0.12, y, "query", size=TICK_SIZE, ha="right", style="italic")
+        arrow = FancyArrowPatch(
+            (1.55, y),
+            (cx - 0.05, cy),
+            arrowstyle="-|>",
+            mutation_scale=10 + 10 * weight / top,
+            lw=0.6 + 7.0 * weight / top,
+            color=head_color(1),
+            alpha=0.25 + 0.75 * weight / top,
+            shrinkB=4,
+        )
+        arrow.set_gid(f"arrow {i}")
+        ax.add_patch(arrow)
+        _label(ax, 2.05, y + 0.05, f"{weight:.2f}", size=TICK_SIZE, va="bottom", ha="left")
+    _label(
+        ax, cx + 0.8, cy - 0.75, f"= sum of {T} weights x token vectors", size=TICK_SIZE, va="top"
+    )
+    ax.set_xlim(-0.9, 8.4)
+    who = f" for {tokens[q]!r}" if q is not None else ""
+    _title(fig, ax, f"The context vector{who}: a weighted average of the tokens", True)
+    return fig
+
+
+# -- 02: where Q, K and V come from -------------------------------------------------------
+
+
+def qkv_flow(T: int, D: int, d_head: int) -> LabFigure:
+    """x -> W_q, W_k, W_v -> Q, K, V -> scores QKᵀ/√d_head -> softmax -> weights @ V
+    (notebook 02), each box labelled with its shape for these sizes."""
+    T = _size("T", T, 1, 100_000, example=6)
+    D = _size("D", D, 1, 100_000, example=32)
+    d_head = _size("d_head", d_head, 1, 100_000, example=8)
+    fig, ax = _own_axes(11.0, 4.4)
+    _canvas(0, 0, (-0.1, 17.4), (-0.2, 6.6), ax=ax)
+    bw, bh = 2.2, 1.05
+
+    def node(x, y, name, shape, color=NEUTRAL, gid=None):
+        _box(ax, x, y, bw, bh, color, gid=gid or name)
+        _label(
+            ax,
+            x + bw / 2,
+            y + bh * 0.66,
+            name,
+            size=LABEL_SIZE,
+            weight="bold",
+            color=text_color_on(color) if color != NEUTRAL else TEXT_COLOR,
+        )
+        _label(
+            ax,
+            x + bw / 2,
+            y + bh * 0.28,
+            shape,
+            size=TICK_SIZE,
+            color=text_color_on(color) if color != NEUTRAL else TEXT_COLOR,
+        )
+        return (x, y)
+
+    ys = {"q": 5.2, "k": 2.85, "v": 0.5}
+    node(0.0, 2.85, "x", f"(T, D) = ({T}, {D})")
+    colours = {"q": "#CFE3F1", "k": "#F3DCC4", "v": "#D5EBD3"}  # tints: Q, K, V not heads
+    for name in "qkv":
+        y = ys[name]
+        _arrow(ax, (bw + 0.05, 2.85 + bh / 2), (3.35, y + bh / 2))
+        node(3.4, y, f"x @ W_{name}", f"W_{name}: ({D}, {d_head})", colours[name], f"W_{name}")
+        _arrow(ax, (3.4 + bw + 0.05, y + bh / 2), (6.55, y + bh / 2))
+        node(6.6, y, name.upper(), f"(T, d_head) = ({T}, {d_head})", colours[name], name.upper())
+    # scores from Q and K
+    sx, sy = 9.9, 4.0
+    _arrow(ax, (6.6 + bw + 0.05, ys["q"] + bh / 2), (sx - 0.05, sy + bh * 0.7))
+    _arrow(ax, (6.6 + bw + 0.05, ys["k"] + bh / 2), (sx - 0.05, sy + bh * 0.3))
+    node(sx, sy, "QKᵀ / √d_head", f"scores ({T}, {T})", gid="scores")
+    _label(
+        ax,
+        sx + bw / 2,
+        sy + bh + 0.25,
+        f"√d_head = √{d_head} = {math.sqrt(d_head):.2f}",
+        size=TICK_SIZE,
+    )
+    wy = 1.8
+    _arrow(ax, (sx + bw / 2, sy - 0.05), (sx + bw / 2, wy + bh + 0.05))
+    _label(
+        ax, sx + bw / 2 + 0.15, (sy + wy + bh) / 2, "softmax\nover keys", size=TICK_SIZE, ha="left"
+    )
+    node(sx, wy, "weights", f"({T}, {T}), rows sum to 1", gid="weights")
+    ox = 13.9
+    _arrow(ax, (sx + bw + 0.05, wy + bh / 2), (ox - 0.05, wy + bh / 2))
+    _arrow(
+        ax,
+        (6.6 + bw + 0.05, ys["v"] + bh / 2),
+        (ox - 0.05, wy + 0.2),
+        connectionstyle="arc3,rad=0.15",
+    )
+    node(ox, wy, "weights @ V", f"context ({T}, {d_head})", head_color(4), gid="context")
+    _label(ax, 4.5, 6.45, "three learned projections", size=TICK_SIZE, style="italic")
+    _title(fig, ax, f"Where Q, K and V come from: T = {T}, D = {D}, d_head = {d_head}", True)
+    return fig
+
+
+# -- 04: the causal mask ------------------------------------------------------------------
+
+
+def _grid_axes(ax, T: int, labels: bool = True) -> None:
+    ax.set_xlim(-0.5, T - 0.5)
+    ax.set_ylim(T - 0.5, -0.5)
+    ax.set_aspect("equal")
+    every = max(1, math.ceil(T / 12))
+    ax.set_xticks(range(0, T, every))
+    ax.set_yticks(range(0, T, every))
+    ax.tick_params(labelsize=TICK_SIZE, length=0, colors=TEXT_COLOR)
+    if labels:
+        ax.set_xlabel("key position j (looked at)", fontsize=LABEL_SIZE, color=TEXT_COLOR)
+        ax.set_ylabel("query position i (looking)", fontsize=LABEL_SIZE, color=TEXT_COLOR)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+def _blocked_cell(ax, i, j, text=""):
+    cell = Rectangle(
+        (j - 0.5, i - 0.5),
+        1,
+        1,
+        facecolor=BLOCKED_COLOR,
+        edgecolor=BLOCKED_HATCH_COLOR,
+        hatch="///",
+        lw=0.5,
+        gid="blocked",
+    )
+    ax.add_patch(cell)
+    return cell
+
+
+def _blocked_legend(ax, extra=()):
+    handles = [
+        Patch(
+            facecolor=BLOCKED_COLOR, edgecolor=BLOCKED_HATCH_COLOR, hatch="///", label=BLOCKED_LABEL
+        ),
+        *extra,
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        frameon=False,
+        fontsize=LABEL_SIZE,
+        handlelength=1.5,
+        handleheight=1.5,
+        borderaxespad=0,
+    )
+
+
+def causal_mask_grid(T: int) -> LabFigure:
+    """The T x T causal mask (notebook 04): query i may look at keys j <= i; the
+    T(T-1)/2 cells above the diagonal are blocked (grey, striped)."""
+    T = _size("T", T, 1, 32, example=6)
+    side = min(5.5, 1.2 + 0.45 * T)
+    fig = LabFigure(figsize=(side + 2.3, side), dpi=DPI)
+    ax = fig.add_axes(
+        (0.9 / (side + 2.3), 0.9 / side, (side - 1.3) / (side + 2.3), (side - 1.6) / side)
+    )
+    for i in range(T):
+        for j in range(T):
+            if j > i:
+                _blocked_cell(ax, i, j)
+            else:
+                ax.add_patch(
+                    Rectangle(
+                        (j - 0.5, i - 0.5),
+                        1,
+                        1,
+                        facecolor="white",
+                        edgecolor=EDGE,
+                        lw=0.6,
+                        gid="allowed",
+                    )
+                )
+    _grid_axes(ax, T)
+    _blocked_legend(ax, [Patch(facecolor="white", edgecolor=EDGE, label="allowed (j ≤ i)")])
+    n = T * (T - 1) // 2
+    ax.set_title(
+        f"Causal mask, T = {T}: {n} of {T * T} cells blocked", fontsize=TITLE_SIZE, color=TEXT_COLOR
+    )
+    return fig
+
+
+def mask_before_vs_after(scores) -> LabFigure:
+    """ "Mask before softmax" (set future scores to -inf, then softmax: rows sum to 1)
+    beside "zero after softmax" (softmax, then zero the future: rows sum to less than 1),
+    with every weight and each row's sum written in (notebook 04). ``scores``: (T, T)."""
+    s = _weights(scores, "scores", 2)
+    T = s.shape[0]
+    if s.shape != (T, T):
+        raise ValueError(f"scores have shape {s.shape}; pass one square (T, T) matrix")
+    _size("T", T, 1, 8, example=5)
+    blocked = np.triu(np.ones((T, T), bool), 1)
+    before = np.exp(np.where(blocked, -np.inf, s) - s.max(axis=1, keepdims=True))
+    before /= before.sum(axis=1, keepdims=True)
+    after = np.exp(s - s.max(axis=1, keepdims=True))
+    after /= after.sum(axis=1, keepdims=True)
+    after = np.where(blocked, 0.0, after)
+    fig = LabFigure(figsize=(11.0, 1.9 + 0.55 * T), dpi=DPI)
+    axes = fig.subplots(1, 2)
+    fig.subplots_adjust(left=0.07, right=0.9, bottom=0.12, top=0.8, wspace=0.35)
+    titles = ("mask before softmax\n(-inf, then softmax)", "zero after softmax\n(softmax, then 0)")
+    norm = weight_norm()
+    for ax, w, title in zip(axes, (before, after), titles):
+        ax.imshow(
+            np.ma.masked_array(w, blocked),
+            cmap=CMAP.with_extremes(bad="none"),
+            norm=norm,
+            interpolation="nearest",
+        )
+        for i in range(T):
+            for j in range(T):
+                if blocked[i, j]:
+                    _blocked_cell(ax, i, j)
+                    continue
+                colour = CMAP(norm(w[i, j]))
+                ax.text(
+                    j,
+                    i,
+                    f"{w[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=TICK_SIZE,
+                    color=text_color_on(colour),
+                )
+            total = w[i].sum()
+            ok = abs(total - 1) < 5e-3
+            ax.text(
+                T - 0.2,
+                i,
+                f"sum {total:.2f}",
+                ha="left",
+                va="center",
+                fontsize=TICK_SIZE,
+                color="#117733" if ok else "#AA3377",
+                weight="bold",
+                gid="row sum",
+                clip_on=False,
+            )
+        _grid_axes(ax, T, labels=False)
+        ax.set_xlabel("key j", fontsize=LABEL_SIZE)
+        ax.set_ylabel("query i", fontsize=LABEL_SIZE)
+        ax.set_title(title, fontsize=TITLE_SIZE, color=TEXT_COLOR)
+    _blocked_legend(axes[1])
+    axes[1].get_legend().set_bbox_to_anchor((1.3, 1.0))
+    return fig
+
+
+# -- 05: dropout on a row of weights ------------------------------------------------------
+
+
+def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
+    """Dropout on one row of attention weights (notebook 05): which entries are dropped
+    (a fresh random draw each forward pass; here seeded by ``seed``) and how the
+    survivors are scaled by 1/(1-p), so the row keeps its expected sum."""
+    w = _weights(weights_row, "weights_row", 1)
+    T = len(w)
+    _size("T", T, 1, 16, example=6)
+    if not isinstance(p, (int, float)) or not 0.0 <= float(p) < 1.0:
+        raise ValueError(f"p={p!r} must be in [0, 1): the probability of dropping a weight")
+    rng = np.random.default_rng(seed)
+    keep = rng.random(T) >= p
+    scale = 1.0 / (1.0 - p)
+    out = np.where(keep, w * scale, 0.0)
+    cw = 1.05
+    fig, ax = _own_axes(max(7.0, 2.6 + 0.75 * T), 3.4, top=0.84)
+    _canvas(0, 0, (-2.3, T * cw + 1.9), (-0.45, 3.2), ax=ax)
+    norm = weight_norm()
+    for row_y, values, name in ((2.2, w, "weights"), (0.2, out, "after dropout")):
+        _label(ax, -0.15, row_y + 0.4, name, size=LABEL_SIZE, ha="right")
+        for j, v in enumerate(values):
+            x = j * cw
+            if row_y < 1 and not keep[j]:
+                cell = Rectangle(
+                    (x, row_y),
+                    cw * 0.92,
+                    0.8,
+                    facecolor=BLOCKED_COLOR,
+                    edgecolor=BLOCKED_HATCH_COLOR,
+                    hatch="xx",
+                    lw=0.8,
+                    gid="dropped",
+                )
+                ax.add_patch(cell)
+                _label(ax, x + cw * 0.46, row_y + 0.4, "0", size=TICK_SIZE, weight="bold")
+                continue
+            colour = CMAP(norm(min(v, 1.0)))
+            _box(
+                ax,
+                x,
+                row_y,
+                cw * 0.92,
+                0.8,
+                colour,
+                f"{v:.2f}",
+                lw=0.8,
+                gid="kept" if row_y < 1 else "weight",
+            )
+        _label(
+            ax,
+            T * cw + 0.1,
+            row_y + 0.4,
+            f"sum {values.sum():.2f}",
+            size=TICK_SIZE,
+            ha="left",
+            weight="bold",
+        )
+    for j in range(T):
+        x = j * cw + cw * 0.46
+        _arrow(ax, (x, 2.15), (x, 1.05), lw=1.0, color=ARROW if keep[j] else BLOCKED_COLOR)
+    _label(
+        ax,
+        T * cw / 2,
+        1.6,
+        f"keep each with probability 1 - p = {1 - p:.2f}, scale survivors by 1/(1-p) = {scale:.2f}",
+        size=TICK_SIZE,
+        bbox=dict(facecolor="white", edgecolor="none", pad=1.5),
+    )
+    _title(
+        fig,
+        ax,
+        f"Dropout on one row of attention weights, p = {p:g} ({int((~keep).sum())} of {T} dropped)",
+        True,
+    )
+    return fig
+
+
+# -- 06, 07: which rows of the weight belong to which head -------------------------------
+
+
+def head_rows(D: int, H: int, fused: bool = False) -> LabFigure:
+    """The rows of W_q (``fused=False``: (D, D) as nn.Linear stores it, (out, in)) or of
+    the fused qkv.weight (``fused=True``: (3D, D), Q | K | V blocks) that belong to each
+    head: head h owns output rows h*d_head .. (h+1)*d_head - 1 of each block (06, 07)."""
+    d_head = _heads(D, H)
+    blocks = ("Q", "K", "V") if fused else ("Q",)
+    rows = len(blocks) * D
+    height = 5.6 if fused else 4.2
+    fig, ax = _own_axes(8.5, height, top=0.88)
+    mh = height - 1.3  # drawing height of all rows
+    mw = 1.6
+    _canvas(0, 0, (-3.2, 6.4), (-0.55, mh + 0.35), ax=ax)
+    unit = mh / rows
+    for b, block in enumerate(blocks):
+        for h in range(H):
+            first = b * D + h * d_head
+            y = mh - (first + d_head) * unit
+            _box(ax, 0.0, y, mw, d_head * unit, head_color(h), lw=0.6, gid=f"head {h} {block}")
+            label = f"head {h}: rows {first}-{first + d_head - 1}"
+            if H * len(blocks) <= 12 or h in (0, H - 1):
+                _label(ax, mw + 0.15, y + d_head * unit / 2, label, size=TICK_SIZE, ha="left")
+        if fused:
+            y0 = mh - (b + 1) * D * unit
+            ax.add_patch(
+                Rectangle(
+                    (0, y0), mw, D * unit, facecolor="none", edgecolor="black", lw=2.2, zorder=4
+                )
+            )
+            _label(
+                ax,
+                -0.2,
+                y0 + D * unit / 2,
+                f"{block} rows\n{b * D}-{(b + 1) * D - 1}",
+                size=LABEL_SIZE,
+                ha="right",
+                weight="bold",
+            )
+    name = "qkv.weight" if fused else "W_q = q_proj.weight"
+    _label(ax, mw / 2, mh + 0.18, f"{name}: ({rows}, {D})", size=LABEL_SIZE, weight="bold")
+    _label(ax, mw / 2, -0.3, f"in: D = {D} columns", size=TICK_SIZE)
+    if not fused:
+        _label(
+            ax,
+            -0.2,
+            mh / 2,
+            f"out: {D} rows\n= {H} heads\nx d_head {d_head}",
+            size=TICK_SIZE,
+            ha="right",
+        )
+    what = "Q, K and V rows" if fused else "rows of W_q"
+    _title(fig, ax, f"Which {what} each head owns: D = {D}, n_heads = {H}, d_head = {d_head}", True)
+    return fig
+
+
+# -- 08: the training setup ---------------------------------------------------------------
+
+
+def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
+    """Token ids -> token embedding + position embedding -> multi-head attention ->
+    LM head -> logits, trained against the next token (notebook 08), with shapes."""
+    vocab_size = _size("vocab_size", vocab_size, 2, 1_000_000, example=16)
+    T = _size("T", T, 1, 100_000, example=8)
+    d_head = _heads(D, H)
+    fig, ax = _own_axes(11.5, 3.9, top=0.87)
+    _canvas(0, 0, (-0.1, 19.2), (-0.5, 5.0), ax=ax)
+    bw, bh = 2.5, 1.15
+
+    def node(x, y, name, shape, color=NEUTRAL, gid=None):
+        _box(ax, x, y, bw, bh, color, gid=gid or name)
+        c = text_color_on(color)
+        _label(ax, x + bw / 2, y + bh * 0.68, name, size=LABEL_SIZE, weight="bold", color=c)
+        _label(ax, x + bw / 2, y + bh * 0.27, shape, size=TICK_SIZE, color=c)
+
+    node(0.0, 1.6, "token ids", f"(B, T) = (B, {T})", gid="ids")
+    node(3.3, 3.2, "token embedding", f"({vocab_size}, {D}) table", gid="tok_emb")
+    node(3.3, 0.0, "position embedding", f"({T}, {D}) table", gid="pos_emb")
+    _arrow(ax, (bw + 0.05, 2.3), (3.25, 3.7))
+    _arrow(ax, (bw + 0.05, 2.0), (3.25, 0.6))
+    _label(ax, 1.8, 0.55, "positions\n0..T-1", size=TICK_SIZE)
+    ax.add_patch(plt_circle := _circle(7.0, 2.17, 0.33))
+    plt_circle.set_gid("sum")
+    _label(ax, 7.0, 2.17, "+", size=TITLE_SIZE + 2, weight="bold")
+    _arrow(ax, (3.3 + bw + 0.05, 3.75), (6.75, 2.4))
+    _arrow(ax, (3.3 + bw + 0.05, 0.55), (6.75, 1.95))
+    ax_ = 7.9
+    _arrow(ax, (7.35, 2.17), (ax_ - 0.05, 2.17))
+    _label(ax, 7.65, 2.45, f"(B, T, {D})", size=TICK_SIZE - 1, va="bottom")
+    # attention box with one coloured band per head
+    aw = 3.0
+    _box(ax, ax_, 1.3, aw, 1.75, NEUTRAL, gid="attention")
+    _label(ax, ax_ + aw / 2, 2.75, "multi-head attention", size=LABEL_SIZE, weight="bold")
+    _label(ax, ax_ + aw / 2, 2.42, f"causal, {H} heads x d_head {d_head}", size=TICK_SIZE)
+    for h in range(H):
+        _box(
+            ax,
+            ax_ + 0.2 + h * (aw - 0.4) / H,
+            1.45,
+            (aw - 0.4) / H,
+            0.6,
+            head_color(h),
+            lw=0.5,
+            gid=f"head {h}",
+        )
+    lx = ax_ + aw + 0.7
+    _arrow(ax, (ax_ + aw + 0.05, 2.17), (lx - 0.05, 2.17))
+    node(lx, 1.6, "LM head", f"Linear({D}, {vocab_size})", gid="lm_head")
+    ox = lx + bw + 0.7
+    _arrow(ax, (lx + bw + 0.05, 2.17), (ox - 0.05, 2.17))
+    node(ox, 1.6, "logits", f"(B, T, {vocab_size})", head_color(4), gid="logits")
+    _arrow(ax, (ox + bw / 2, 1.55), (ox + bw / 2, 0.75))
+    _label(
+        ax,
+        ox + bw / 2,
+        0.45,
+        "cross-entropy with the\nnext token ids (B, T)",
+        size=TICK_SIZE,
+        va="top",
+    )
+    _title(
+        fig, ax, f"The model we train: vocab = {vocab_size}, T = {T}, D = {D}, n_heads = {H}", True
+    )
+    return fig
+
+
+def _circle(x, y, r):
+    return Circle((x, y), r, facecolor="white", edgecolor=EDGE, lw=1.2)
+
+
+# -- bonus: tiled attention with an online softmax ----------------------------------------
+
+
+def tiled_softmax(T: int, tile: int, step: int | None = None) -> LabFigure:
+    """The online-softmax tile walk (bonus): at step s the keys and values of tile s are
+    read, and each query row keeps only a running max m, a running sum l and an
+    accumulator acc; the T x T score matrix never exists. ``step=None`` draws every step
+    side by side (at most 8 tiles); ``step=s`` draws step s alone, larger."""
+    T = _size("T", T, 1, 64, example=8)
+    tile = _size("tile", tile, 1, T, example=max(1, T // 4))
+    n = math.ceil(T / tile)
+    if step is None and n > 8:
+        raise ValueError(
+            f"T={T} with tile={tile} makes {n} steps, too many to draw side by side; "
+            f"pass a larger tile (e.g. tile={math.ceil(T / 8)}) or one step=0..{n - 1}"
+        )
+    if step is not None:
+        step = _size("step", step, 0, n - 1, example=0)
+    steps = range(n) if step is None else [step]
+    fig = LabFigure(
+        figsize=(max(7.0, 2.3 * len(steps) + 1.2) if step is None else 7.0, 4.4), dpi=DPI
+    )
+    axes = fig.subplots(1, len(steps), squeeze=False)[0]
+    fig.subplots_adjust(left=0.03, right=0.98, bottom=0.16, top=0.78, wspace=0.08)
+    unit = 3.0 / T
+    for ax, s in zip(axes, steps):
+        _canvas(0, 0, (-0.4, 3.6), (-0.9, 3.4), ax=ax)
+        _label(ax, 0.35, 3.2, "K, V", size=TICK_SIZE, weight="bold")
+        for t in range(n):
+            first, last = t * tile, min(T, (t + 1) * tile)
+            y = 3.0 - last * unit
+            if t == s:
+                color, gid = head_color(1), "read"
+            elif t < s:
+                color, gid = "#D9D9D9", "done"
+            else:
+                color, gid = "white", "later"
+            _box(ax, 0.0, y, 0.7, (last - first) * unit, color, lw=0.9, gid=f"tile {gid}")
+        y_read = 3.0 - (min(T, (s + 1) * tile) + s * tile) / 2 * unit
+        _arrow(ax, (0.75, y_read), (1.35, 1.5), lw=1.4)
+        for k, (name, w) in enumerate((("m", 0.4), ("l", 0.4), ("acc", 0.9))):
+            x = 1.45 + [0, 0.5, 1.0][k]
+            _label(ax, x + w / 2, 3.2, name, size=TICK_SIZE, weight="bold")
+            _box(ax, x, 0.0, w, 3.0, "#F3DCC4" if k < 2 else "#D5EBD3", lw=0.9, gid=f"state {name}")
+            _row_lines(ax, x, 0.0, w, 3.0, T, color="#777777", lw=0.4)
+        first, last = s * tile, min(T, (s + 1) * tile) - 1
+        _label(ax, 1.6, -0.35, f"step {s}: keys {first}-{last}", size=TICK_SIZE)
+        if s == n - 1:
+            _label(ax, 1.6, -0.72, "out = acc / l", size=TICK_SIZE, style="italic")
+    fig.text(
+        0.5,
+        0.05,
+        f"kept per query row: m, l and acc for all {T} rows -- never the {T} x {T} scores",
+        ha="center",
+        fontsize=TICK_SIZE,
+        color=TEXT_COLOR,
+    )
+    which = "every step" if step is None else f"step {step} of {n}"
+    fig.suptitle(
+        f"Tiled attention with an online softmax: T = {T}, tile = {tile}, {which}",
+        fontsize=TITLE_SIZE,
+        color=TEXT_COLOR,
+    )
     return fig
