@@ -291,3 +291,16 @@ def test_generate_is_greedy_and_keeps_the_mode(copy_run):
     assert model.training
     torch.testing.assert_close(out, torch.tensor([[5] * 7]))  # the copy model repeats
     model.eval()
+
+
+def test_compare_n_heads_trains_one_model_per_head_count_and_seed():
+    from attention_lab.training import compare_n_heads
+
+    result = compare_n_heads("previous", (1, 2), seeds=(0, 1), d_model=8, epochs=1, n_rows=64)
+    assert list(result) == [1, 2] and all(len(v) == 2 for v in result.values())
+    # each entry is the final loss train_tiny_lm reports for that setting
+    _, history = train_tiny_lm(
+        "previous", n_heads=2, d_model=8, seed=1, epochs=1, n_rows=64, progress=False
+    )
+    assert result[2][1] == history.final_loss
+    assert result[1][0] != result[2][0]

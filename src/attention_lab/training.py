@@ -184,3 +184,27 @@ def train_tiny_lm(
     torch.manual_seed(seed)
     model = TinyLM(config, **fields).to(device)
     return model, train(model, task, seed=seed, **kwargs)
+
+
+def compare_n_heads(
+    task: str = "previous",
+    n_heads: tuple[int, ...] = (4, 8),
+    seeds: range | tuple[int, ...] = range(5),
+    config: TinyLMConfig | None = None,
+    **train_kwargs,
+) -> dict[int, list[float]]:
+    """Train one model per (n_heads, seed) and return ``{n_heads: [final loss per seed]}``.
+
+    One seed is one anecdote: a claim such as "8 heads end lower than 4" holds only if it
+    holds across seeds. ``seed`` sets both the initialisation and the data order, so the
+    two head counts see the same data for the same seed. Keywords go to
+    ``train_tiny_lm`` (config fields such as ``d_model``, or ``train`` options).
+    """
+    train_kwargs.setdefault("progress", False)
+    return {
+        h: [
+            train_tiny_lm(task, config, n_heads=h, seed=s, **train_kwargs)[1].final_loss
+            for s in seeds
+        ]
+        for h in n_heads
+    }
