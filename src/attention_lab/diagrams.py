@@ -355,7 +355,7 @@ def weighted_average(weights, tokens: Sequence[str] | None = None, query=None) -
         if is_query:
             _label(ax, -0.12, y, "query", size=TICK_SIZE, ha="right", style="italic")
         arrow = FancyArrowPatch(
-            (1.55, y),
+            (2.25, y),
             (cx - 0.05, cy),
             arrowstyle="-|>",
             mutation_scale=10 + 10 * weight / top,
@@ -366,9 +366,18 @@ def weighted_average(weights, tokens: Sequence[str] | None = None, query=None) -
         )
         arrow.set_gid(f"arrow {i}")
         ax.add_patch(arrow)
-        _label(ax, 2.05, y + 0.05, f"{weight:.2f}", size=TICK_SIZE, va="bottom", ha="left")
+        _label(
+            ax,
+            1.62,
+            y,
+            f"{weight:.2f}",
+            size=TICK_SIZE,
+            ha="left",
+            zorder=5,
+            bbox=dict(facecolor="white", edgecolor="none", pad=1.0),
+        )
     _label(
-        ax, cx + 0.8, cy - 0.75, f"= sum of {T} weights x token vectors", size=TICK_SIZE, va="top"
+        ax, cx + 0.8, cy - 0.75, f"= Σ weight × token vector ({T} terms)", size=TICK_SIZE, va="top"
     )
     ax.set_xlim(-0.9, 8.4)
     who = f" for {tokens[q]!r}" if q is not None else ""
@@ -386,44 +395,34 @@ def qkv_flow(T: int, D: int, d_head: int) -> LabFigure:
     D = _size("D", D, 1, 100_000, example=32)
     d_head = _size("d_head", d_head, 1, 100_000, example=8)
     fig, ax = _own_axes(11.0, 4.4)
-    _canvas(0, 0, (-0.1, 17.4), (-0.2, 6.6), ax=ax)
-    bw, bh = 2.2, 1.05
+    bw, bh = 2.75, 1.05
+    cols = (0.0, 3.55, 7.1, 10.75, 14.55)  # x, projections, Q/K/V, scores, context
+    _canvas(0, 0, (-0.1, cols[4] + bw + 0.1), (-0.2, 6.6), ax=ax)
 
     def node(x, y, name, shape, color=NEUTRAL, gid=None):
         _box(ax, x, y, bw, bh, color, gid=gid or name)
-        _label(
-            ax,
-            x + bw / 2,
-            y + bh * 0.66,
-            name,
-            size=LABEL_SIZE,
-            weight="bold",
-            color=text_color_on(color) if color != NEUTRAL else TEXT_COLOR,
-        )
-        _label(
-            ax,
-            x + bw / 2,
-            y + bh * 0.28,
-            shape,
-            size=TICK_SIZE,
-            color=text_color_on(color) if color != NEUTRAL else TEXT_COLOR,
-        )
-        return (x, y)
+        text = text_color_on(color)
+        _label(ax, x + bw / 2, y + bh * 0.68, name, size=LABEL_SIZE, weight="bold", color=text)
+        _label(ax, x + bw / 2, y + bh * 0.28, shape, size=TICK_SIZE, color=text)
+
+    def right(x, y):
+        return (x + bw + 0.05, y + bh / 2)
 
     ys = {"q": 5.2, "k": 2.85, "v": 0.5}
-    node(0.0, 2.85, "x", f"(T, D) = ({T}, {D})")
+    node(cols[0], 2.85, "x", f"(T, D) = ({T}, {D})")
     colours = {"q": "#CFE3F1", "k": "#F3DCC4", "v": "#D5EBD3"}  # tints: Q, K, V not heads
     for name in "qkv":
         y = ys[name]
-        _arrow(ax, (bw + 0.05, 2.85 + bh / 2), (3.35, y + bh / 2))
-        node(3.4, y, f"x @ W_{name}", f"W_{name}: ({D}, {d_head})", colours[name], f"W_{name}")
-        _arrow(ax, (3.4 + bw + 0.05, y + bh / 2), (6.55, y + bh / 2))
-        node(6.6, y, name.upper(), f"(T, d_head) = ({T}, {d_head})", colours[name], name.upper())
-    # scores from Q and K
-    sx, sy = 9.9, 4.0
-    _arrow(ax, (6.6 + bw + 0.05, ys["q"] + bh / 2), (sx - 0.05, sy + bh * 0.7))
-    _arrow(ax, (6.6 + bw + 0.05, ys["k"] + bh / 2), (sx - 0.05, sy + bh * 0.3))
-    node(sx, sy, "QKᵀ / √d_head", f"scores ({T}, {T})", gid="scores")
+        _arrow(ax, right(cols[0], 2.85), (cols[1] - 0.05, y + bh / 2))
+        node(cols[1], y, f"x @ W_{name}", f"W_{name}: ({D}, {d_head})", colours[name], f"W_{name}")
+        _arrow(ax, right(cols[1], y), (cols[2] - 0.05, y + bh / 2))
+        node(
+            cols[2], y, name.upper(), f"(T, d_head) = ({T}, {d_head})", colours[name], name.upper()
+        )
+    sx, sy = cols[3], 4.0
+    _arrow(ax, right(cols[2], ys["q"]), (sx - 0.05, sy + bh * 0.7))
+    _arrow(ax, right(cols[2], ys["k"]), (sx - 0.05, sy + bh * 0.3))
+    node(sx, sy, "Q Kᵀ / √d_head", f"scores ({T}, {T})", gid="scores")
     _label(
         ax,
         sx + bw / 2,
@@ -434,19 +433,14 @@ def qkv_flow(T: int, D: int, d_head: int) -> LabFigure:
     wy = 1.8
     _arrow(ax, (sx + bw / 2, sy - 0.05), (sx + bw / 2, wy + bh + 0.05))
     _label(
-        ax, sx + bw / 2 + 0.15, (sy + wy + bh) / 2, "softmax\nover keys", size=TICK_SIZE, ha="left"
+        ax, sx + bw / 2 + 0.15, (sy + wy + bh) / 2, "softmax over keys", size=TICK_SIZE, ha="left"
     )
     node(sx, wy, "weights", f"({T}, {T}), rows sum to 1", gid="weights")
-    ox = 13.9
-    _arrow(ax, (sx + bw + 0.05, wy + bh / 2), (ox - 0.05, wy + bh / 2))
-    _arrow(
-        ax,
-        (6.6 + bw + 0.05, ys["v"] + bh / 2),
-        (ox - 0.05, wy + 0.2),
-        connectionstyle="arc3,rad=0.15",
-    )
+    ox = cols[4]
+    _arrow(ax, right(sx, wy), (ox - 0.05, wy + bh / 2))
+    _arrow(ax, right(cols[2], ys["v"]), (ox - 0.05, wy + 0.2), connectionstyle="arc3,rad=0.15")
     node(ox, wy, "weights @ V", f"context ({T}, {d_head})", head_color(4), gid="context")
-    _label(ax, 4.5, 6.45, "three learned projections", size=TICK_SIZE, style="italic")
+    _label(ax, cols[1] + bw / 2, 6.45, "three learned projections", size=TICK_SIZE, style="italic")
     _title(fig, ax, f"Where Q, K and V come from: T = {T}, D = {D}, d_head = {d_head}", True)
     return fig
 
@@ -469,7 +463,7 @@ def _grid_axes(ax, T: int, labels: bool = True) -> None:
         spine.set_visible(False)
 
 
-def _blocked_cell(ax, i, j, text=""):
+def _blocked_cell(ax, i, j):
     cell = Rectangle(
         (j - 0.5, i - 0.5),
         1,
@@ -479,6 +473,7 @@ def _blocked_cell(ax, i, j, text=""):
         hatch="///",
         lw=0.5,
         gid="blocked",
+        clip_on=False,
     )
     ax.add_patch(cell)
     return cell
@@ -507,11 +502,10 @@ def causal_mask_grid(T: int) -> LabFigure:
     """The T x T causal mask (notebook 04): query i may look at keys j <= i; the
     T(T-1)/2 cells above the diagonal are blocked (grey, striped)."""
     T = _size("T", T, 1, 32, example=6)
-    side = min(5.5, 1.2 + 0.45 * T)
-    fig = LabFigure(figsize=(side + 2.3, side), dpi=DPI)
-    ax = fig.add_axes(
-        (0.9 / (side + 2.3), 0.9 / side, (side - 1.3) / (side + 2.3), (side - 1.6) / side)
-    )
+    g = min(4.6, 0.6 + 0.42 * T)  # inches for the grid
+    width, height = g + 3.5, g + 1.5
+    fig = LabFigure(figsize=(width, height), dpi=DPI)
+    ax = fig.add_axes((1.0 / width, 0.85 / height, g / width, g / height))
     for i in range(T):
         for j in range(T):
             if j > i:
@@ -526,13 +520,19 @@ def causal_mask_grid(T: int) -> LabFigure:
                         edgecolor=EDGE,
                         lw=0.6,
                         gid="allowed",
+                        clip_on=False,
                     )
                 )
     _grid_axes(ax, T)
     _blocked_legend(ax, [Patch(facecolor="white", edgecolor=EDGE, label="allowed (j ≤ i)")])
     n = T * (T - 1) // 2
-    ax.set_title(
-        f"Causal mask, T = {T}: {n} of {T * T} cells blocked", fontsize=TITLE_SIZE, color=TEXT_COLOR
+    fig.suptitle(
+        f"Causal mask, T = {T}: {n} of {T * T} cells blocked",
+        fontsize=TITLE_SIZE,
+        color=TEXT_COLOR,
+        x=(1.0 + g / 2) / width,
+        y=1 - 0.15 / height,
+        va="top",
     )
     return fig
 
@@ -552,9 +552,10 @@ def mask_before_vs_after(scores) -> LabFigure:
     after = np.exp(s - s.max(axis=1, keepdims=True))
     after /= after.sum(axis=1, keepdims=True)
     after = np.where(blocked, 0.0, after)
-    fig = LabFigure(figsize=(11.0, 1.9 + 0.55 * T), dpi=DPI)
+    height = 2.6 + 0.55 * T
+    fig = LabFigure(figsize=(11.0, height), dpi=DPI)
     axes = fig.subplots(1, 2)
-    fig.subplots_adjust(left=0.07, right=0.9, bottom=0.12, top=0.8, wspace=0.35)
+    fig.subplots_adjust(left=0.07, right=0.9, bottom=1.0 / height, top=1 - 1.0 / height, wspace=0.4)
     titles = ("mask before softmax\n(-inf, then softmax)", "zero after softmax\n(softmax, then 0)")
     norm = weight_norm()
     for ax, w, title in zip(axes, (before, after), titles):
@@ -597,8 +598,26 @@ def mask_before_vs_after(scores) -> LabFigure:
         ax.set_xlabel("key j", fontsize=LABEL_SIZE)
         ax.set_ylabel("query i", fontsize=LABEL_SIZE)
         ax.set_title(title, fontsize=TITLE_SIZE, color=TEXT_COLOR)
-    _blocked_legend(axes[1])
-    axes[1].get_legend().set_bbox_to_anchor((1.3, 1.0))
+    handles = [
+        Patch(
+            facecolor=BLOCKED_COLOR, edgecolor=BLOCKED_HATCH_COLOR, hatch="///", label=BLOCKED_LABEL
+        )
+    ]
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncols=1,
+        frameon=False,
+        fontsize=LABEL_SIZE,
+        handlelength=1.5,
+        handleheight=1.5,
+    )
+    fig.suptitle(
+        "The same scores, two ways to hide the future: only masking first keeps "
+        "every row summing to 1",
+        fontsize=TITLE_SIZE,
+        color=TEXT_COLOR,
+    )
     return fig
 
 
@@ -747,9 +766,9 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
     vocab_size = _size("vocab_size", vocab_size, 2, 1_000_000, example=16)
     T = _size("T", T, 1, 100_000, example=8)
     d_head = _heads(D, H)
-    fig, ax = _own_axes(11.5, 3.9, top=0.87)
-    _canvas(0, 0, (-0.1, 19.2), (-0.5, 5.0), ax=ax)
-    bw, bh = 2.5, 1.15
+    fig, ax = _own_axes(12.0, 4.0, top=0.87)
+    _canvas(0, 0, (-0.1, 21.6), (-0.6, 5.0), ax=ax)
+    bw, bh = 3.2, 1.15
 
     def node(x, y, name, shape, color=NEUTRAL, gid=None):
         _box(ax, x, y, bw, bh, color, gid=gid or name)
@@ -758,50 +777,52 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
         _label(ax, x + bw / 2, y + bh * 0.27, shape, size=TICK_SIZE, color=c)
 
     node(0.0, 1.6, "token ids", f"(B, T) = (B, {T})", gid="ids")
-    node(3.3, 3.2, "token embedding", f"({vocab_size}, {D}) table", gid="tok_emb")
-    node(3.3, 0.0, "position embedding", f"({T}, {D}) table", gid="pos_emb")
-    _arrow(ax, (bw + 0.05, 2.3), (3.25, 3.7))
-    _arrow(ax, (bw + 0.05, 2.0), (3.25, 0.6))
-    _label(ax, 1.8, 0.55, "positions\n0..T-1", size=TICK_SIZE)
-    ax.add_patch(plt_circle := _circle(7.0, 2.17, 0.33))
-    plt_circle.set_gid("sum")
-    _label(ax, 7.0, 2.17, "+", size=TITLE_SIZE + 2, weight="bold")
-    _arrow(ax, (3.3 + bw + 0.05, 3.75), (6.75, 2.4))
-    _arrow(ax, (3.3 + bw + 0.05, 0.55), (6.75, 1.95))
-    ax_ = 7.9
-    _arrow(ax, (7.35, 2.17), (ax_ - 0.05, 2.17))
-    _label(ax, 7.65, 2.45, f"(B, T, {D})", size=TICK_SIZE - 1, va="bottom")
-    # attention box with one coloured band per head
-    aw = 3.0
-    _box(ax, ax_, 1.3, aw, 1.75, NEUTRAL, gid="attention")
-    _label(ax, ax_ + aw / 2, 2.75, "multi-head attention", size=LABEL_SIZE, weight="bold")
-    _label(ax, ax_ + aw / 2, 2.42, f"causal, {H} heads x d_head {d_head}", size=TICK_SIZE)
+    ex = 3.7
+    node(ex, 3.3, "token embedding", f"({vocab_size}, {D}) table", gid="tok_emb")
+    node(ex, -0.1, "position embedding", f"({T}, {D}) table", gid="pos_emb")
+    _arrow(ax, (bw + 0.05, 2.4), (ex - 0.05, 3.8))
+    _arrow(ax, (bw + 0.05, 1.95), (ex - 0.05, 0.45))
+    _label(ax, 1.5, 0.8, "positions 0..T-1", size=TICK_SIZE)
+    px = ex + bw + 0.9
+    plus = _circle(px, 2.17, 0.33)
+    plus.set_gid("sum")
+    ax.add_patch(plus)
+    _label(ax, px, 2.17, "+", size=TITLE_SIZE + 2, weight="bold")
+    _arrow(ax, (ex + bw + 0.05, 3.85), (px - 0.25, 2.45))
+    _arrow(ax, (ex + bw + 0.05, 0.5), (px - 0.25, 1.9))
+    atx, aw = px + 1.3, 3.8
+    _arrow(ax, (px + 0.35, 2.17), (atx - 0.05, 2.17))
+    _label(ax, (px + atx) / 2, 1.95, f"(B, T, {D})", size=TICK_SIZE - 1, va="top")
+    _box(ax, atx, 1.0, aw, 2.4, NEUTRAL, gid="attention")
+    _label(ax, atx + aw / 2, 3.05, "multi-head attention", size=LABEL_SIZE, weight="bold")
+    _label(ax, atx + aw / 2, 2.5, f"{H} causal heads\nd_head = {d_head}", size=TICK_SIZE)
     for h in range(H):
         _box(
             ax,
-            ax_ + 0.2 + h * (aw - 0.4) / H,
-            1.45,
+            atx + 0.2 + h * (aw - 0.4) / H,
+            1.15,
             (aw - 0.4) / H,
-            0.6,
+            0.7,
             head_color(h),
             lw=0.5,
             gid=f"head {h}",
         )
-    lx = ax_ + aw + 0.7
-    _arrow(ax, (ax_ + aw + 0.05, 2.17), (lx - 0.05, 2.17))
+    lx = atx + aw + 0.8
+    _arrow(ax, (atx + aw + 0.05, 2.17), (lx - 0.05, 2.17))
     node(lx, 1.6, "LM head", f"Linear({D}, {vocab_size})", gid="lm_head")
-    ox = lx + bw + 0.7
+    ox = lx + bw + 0.8
     _arrow(ax, (lx + bw + 0.05, 2.17), (ox - 0.05, 2.17))
     node(ox, 1.6, "logits", f"(B, T, {vocab_size})", head_color(4), gid="logits")
     _arrow(ax, (ox + bw / 2, 1.55), (ox + bw / 2, 0.75))
     _label(
         ax,
         ox + bw / 2,
-        0.45,
+        0.6,
         "cross-entropy with the\nnext token ids (B, T)",
         size=TICK_SIZE,
         va="top",
     )
+    ax.set_xlim(-0.1, ox + bw + 0.1)
     _title(
         fig, ax, f"The model we train: vocab = {vocab_size}, T = {T}, D = {D}, n_heads = {H}", True
     )
@@ -832,13 +853,13 @@ def tiled_softmax(T: int, tile: int, step: int | None = None) -> LabFigure:
         step = _size("step", step, 0, n - 1, example=0)
     steps = range(n) if step is None else [step]
     fig = LabFigure(
-        figsize=(max(7.0, 2.3 * len(steps) + 1.2) if step is None else 7.0, 4.4), dpi=DPI
+        figsize=(max(7.0, 2.3 * len(steps) + 1.2) if step is None else 8.5, 4.4), dpi=DPI
     )
     axes = fig.subplots(1, len(steps), squeeze=False)[0]
     fig.subplots_adjust(left=0.03, right=0.98, bottom=0.16, top=0.78, wspace=0.08)
     unit = 3.0 / T
     for ax, s in zip(axes, steps):
-        _canvas(0, 0, (-0.4, 3.6), (-0.9, 3.4), ax=ax)
+        _canvas(0, 0, (-0.4, 3.6 if step is None else 8.6), (-0.9, 3.4), ax=ax)
         _label(ax, 0.35, 3.2, "K, V", size=TICK_SIZE, weight="bold")
         for t in range(n):
             first, last = t * tile, min(T, (t + 1) * tile)
@@ -858,7 +879,21 @@ def tiled_softmax(T: int, tile: int, step: int | None = None) -> LabFigure:
             _box(ax, x, 0.0, w, 3.0, "#F3DCC4" if k < 2 else "#D5EBD3", lw=0.9, gid=f"state {name}")
             _row_lines(ax, x, 0.0, w, 3.0, T, color="#777777", lw=0.4)
         first, last = s * tile, min(T, (s + 1) * tile) - 1
-        _label(ax, 1.6, -0.35, f"step {s}: keys {first}-{last}", size=TICK_SIZE)
+        _label(ax, 1.6, -0.35, f"step {s}: read keys {first}-{last}", size=TICK_SIZE)
+        if step is not None:
+            _label(
+                ax,
+                3.7,
+                1.5,
+                "for every query row:\n"
+                "m ← max(m, row max of S)\n"
+                "l ← l·exp(m_old - m) + Σ exp(S - m)\n"
+                "acc ← acc·exp(m_old - m) + exp(S - m) V\n\n"
+                f"S = Q K[{first}:{last + 1}]ᵀ / √d_head\n"
+                f"is ({T}, {last - first + 1}), dropped after this step",
+                size=TICK_SIZE,
+                ha="left",
+            )
         if s == n - 1:
             _label(ax, 1.6, -0.72, "out = acc / l", size=TICK_SIZE, style="italic")
     fig.text(
