@@ -7,11 +7,12 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from matplotlib.colors import to_hex
 from matplotlib.patches import Rectangle
 
 from attention_lab import diagrams
-from attention_lab.palette import HEAD_COLORS, head_color
+from attention_lab.palette import BLOCKED_COLOR, HEAD_COLORS, head_color
 from attention_lab.plotting import LabFigure
 
 
@@ -27,9 +28,15 @@ def head_patches(fig) -> dict[int, list]:
 
 
 def render_seconds(fig) -> float:
-    start = time.perf_counter()
+    """CPU seconds to render ``fig`` to PNG (CPU time: other jobs on the machine don't count)."""
+    start = time.process_time()
     fig.savefig(io.BytesIO(), format="png")
-    return time.perf_counter() - start
+    return time.process_time() - start
+
+
+# A regression guard, not the measurement: idle, a diagram renders in well under 0.1 s
+# (numbers in the issue-10 report); on a shared 2-core CI runner it can be many times slower.
+SLOW = 2.0
 
 
 @pytest.mark.parametrize(("T", "D", "H"), [(6, 32, 4), (16, 128, 8), (4, 8, 1), (5, 12, 3)])
@@ -84,4 +91,166 @@ def test_head_colours_are_distinct_and_there_are_enough():
 def test_head_split_renders_fast_enough_for_the_explorer():
     diagrams.head_split(16, 128, 8).savefig(io.BytesIO(), format="png")  # warm up fonts
     best = min(render_seconds(diagrams.head_split(16, 128, 8)) for _ in range(3))
-    assert best < 0.5  # generous: the measured time (well under 0.1 s idle) is in the report
+    assert best < SLOW
+
+
+def patches_with(fig, gid: str) -> list:
+    return [p for ax in fig.axes for p in ax.patches if p.get_gid() == gid]
+
+
+def texts(fig) -> str:
+    return " | ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+@pytest.mark.parametrize("T", [1, 2, 6, 12])
+def test_causal_mask_grid_blocks_exactly_the_cells_above_the_diagonal(T):
+    fig = diagrams.causal_mask_grid(T)
+    blocked = patches_with(fig, "blocked")
+    allowed = patches_with(fig, "allowed")
+    assert len(blocked) == T * (T - 1) // 2 and len(allowed) == T * (T + 1) // 2
+    for cell in blocked:  # a cell at (j - 0.5, i - 0.5) is query i, key j
+        j, i = cell.get_x() + 0.5, cell.get_y() + 0.5
+        assert j > i
+        assert cell.get_hatch() and to_hex(cell.get_facecolor()) == BLOCKED_COLOR.lower()
+    legend = fig.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()][0] == "blocked"
+
+
+def test_mask_before_vs_after_writes_the_true_row_sums():
+    scores = torch.randn(5, 5, generator=torch.Generator().manual_seed(0))
+    fig = diagrams.mask_before_vs_after(scores)
+    before_ax, after_ax = fig.axes[:2]
+    mask = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    before = torch.softmax(scores.masked_fill(mask, float("-inf")), -1)  # (T, T)
+    after = torch.softmax(scores, -1).masked_fill(mask, 0.0)  # (T, T)
+    for ax, w in ((before_ax, before), (after_ax, after)):
+        sums = [t.get_text() for t in ax.texts if t.get_gid() == "row sum"]
+        assert sums == [f"sum {s:.2f}" for s in w.sum(-1).tolist()]
+        assert len([p for p in ax.patches if p.get_gid() == "blocked"]) == 10
+    assert all(s == "sum 1.00" for s in [t.get_text() for t in before_ax.texts if t.get_gid()])
+
+
+def test_dropout_row_drops_and_rescales_like_its_own_draw():
+    w = torch.softmax(torch.randn(8, generator=torch.Generator().manual_seed(1)), -1)
+    p = 0.25
+    fig = diagrams.dropout_row(w, p, seed=3)
+    keep = np.random.default_rng(3).random(8) >= p
+    assert len(patches_with(fig, "dropped")) == int((~keep).sum())
+    kept = patches_with(fig, "kept")
+    assert len(kept) == int(keep.sum())
+    shown = [t.get_text() for ax in fig.axes for t in ax.texts]
+    for value in (w.numpy()[keep] / (1 - p)).tolist():
+        assert f"{value:.2f}" in shown
+    assert "1/(1-p) = 1.33" in texts(fig)
+
+
+def test_weighted_average_draws_one_arrow_per_token_thicker_for_bigger_weights():
+    w = torch.tensor([0.1, 0.6, 0.3])
+    fig = diagrams.weighted_average(w, ["a", "b", "c"], query="b")
+    arrows = [patches_with(fig, f"arrow {i}")[0] for i in range(3)]
+    widths = [a.get_linewidth() for a in arrows]
+    assert widths[1] > widths[2] > widths[0]
+    assert "query" in texts(fig) and "0.60" in texts(fig)
+
+
+def test_weighted_average_refuses_weights_that_do_not_sum_to_one():
+    with pytest.raises(ValueError, match="summing to 1: pass softmax"):
+        diagrams.weighted_average([0.5, 0.9], ["a", "b"])
+    with pytest.raises(ValueError, match="2 tokens for 3 weights"):
+        diagrams.weighted_average([0.2, 0.3, 0.5], ["a", "b"])
+
+
+def test_qkv_flow_labels_every_box_with_its_shape():
+    fig = diagrams.qkv_flow(T=6, D=32, d_head=8)
+    found = texts(fig)
+    for shape in (
+        "(T, D) = (6, 32)",
+        "W_q: (32, 8)",
+        "W_k: (32, 8)",
+        "W_v: (32, 8)",
+        "(T, d_head) = (6, 8)",
+        "scores (6, 6)",
+        "context (6, 8)",
+        "√8 = 2.83",
+    ):
+        assert shape in found
+    for gid in ("W_q", "W_k", "W_v", "Q", "K", "V", "scores", "weights", "context"):
+        assert len(patches_with(fig, gid)) == 1
+
+
+@pytest.mark.parametrize(("D", "H", "fused"), [(32, 4, False), (32, 4, True), (48, 8, True)])
+def test_head_rows_gives_each_head_d_head_rows_per_block_in_its_colour(D, H, fused):
+    fig = diagrams.head_rows(D, H, fused=fused)
+    blocks = "QKV" if fused else "Q"
+    heights = []
+    for b in blocks:
+        bands = [patches_with(fig, f"head {h} {b}")[0] for h in range(H)]
+        assert [to_hex(p.get_facecolor()) for p in bands] == [
+            head_color(h).lower() for h in range(H)
+        ]
+        heights += [p.get_height() for p in bands]
+        ys = [p.get_y() for p in bands]
+        assert ys == sorted(ys, reverse=True)  # head 0 owns the first rows (top)
+    assert np.allclose(heights, heights[0])  # every head owns d_head rows
+    rows = 3 * D if fused else D
+    assert f"({rows}, {D})" in texts(fig)
+    assert f"rows 0-{D // H - 1}" in texts(fig)
+
+
+def test_training_setup_draws_the_model_with_its_shapes_and_heads():
+    fig = diagrams.training_setup(vocab_size=16, T=8, D=32, H=4)
+    found = texts(fig)
+    for shape in ("(16, 32) table", "(8, 32) table", "Linear(32, 16)", "(B, T, 16)", "d_head = 8"):
+        assert shape in found
+    assert sorted(head_patches(fig)) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(("T", "tile"), [(8, 2), (16, 4), (10, 3), (5, 5)])
+def test_tiled_softmax_reads_one_key_tile_per_step_and_never_draws_t_by_t(T, tile):
+    fig = diagrams.tiled_softmax(T, tile)
+    n = -(-T // tile)
+    panels = [ax for ax in fig.axes if ax.patches]
+    assert len(panels) == n
+    for s, ax in enumerate(panels):
+        gids = [p.get_gid() for p in ax.patches]
+        assert gids.count("tile read") == 1
+        assert gids.count("tile done") == s and gids.count("tile later") == n - 1 - s
+        assert {"state m", "state l", "state acc"} <= set(gids)
+        assert len(ax.patches) < T * T or T * T <= n + 4  # no T x T grid of cells
+    single = diagrams.tiled_softmax(T, tile, step=n - 1)
+    assert len([ax for ax in single.axes if ax.patches]) == 1
+    assert "out = acc / l" in texts(single)
+
+
+def test_tiled_softmax_refuses_too_many_steps_to_draw():
+    with pytest.raises(ValueError, match="tile=4"):
+        diagrams.tiled_softmax(32, 2)
+    with pytest.raises(ValueError, match="step=9"):
+        diagrams.tiled_softmax(8, 2, step=9)
+
+
+ALL_DIAGRAMS = {
+    "weighted_average": lambda: diagrams.weighted_average([0.2, 0.5, 0.3], ["a", "b", "c"]),
+    "qkv_flow": lambda: diagrams.qkv_flow(6, 32, 8),
+    "causal_mask_grid": lambda: diagrams.causal_mask_grid(8),
+    "mask_before_vs_after": lambda: diagrams.mask_before_vs_after(np.eye(5)),
+    "dropout_row": lambda: diagrams.dropout_row(np.full(6, 1 / 6), 0.5),
+    "head_split": lambda: diagrams.head_split(16, 128, 8),
+    "head_rows": lambda: diagrams.head_rows(32, 4, fused=True),
+    "training_setup": lambda: diagrams.training_setup(16, 8, 32, 4),
+    "tiled_softmax": lambda: diagrams.tiled_softmax(16, 4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALL_DIAGRAMS))
+def test_every_diagram_is_readable_and_renders_in_reasonable_time(name):
+    fig = ALL_DIAGRAMS[name]()
+    assert isinstance(fig, LabFigure) and fig.dpi >= 100
+    sizes = [t.get_fontsize() for ax in fig.axes for t in ax.texts]
+    sizes += [t.get_fontsize() for t in fig.texts]
+    assert sizes and min(sizes) >= 9
+    if fig._suptitle is not None:
+        assert fig._suptitle.get_fontsize() >= 11
+    assert fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
+    best = min(render_seconds(ALL_DIAGRAMS[name]()) for _ in range(2))
+    assert best < SLOW
