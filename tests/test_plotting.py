@@ -229,3 +229,23 @@ def test_the_colour_scale_is_square_root_spaced_so_small_weights_show():
     norm = panels(fig)[0].images[0].norm
     assert norm(1 / 16) == pytest.approx(0.25)  # a quarter of the colours below 1/16
     assert norm(0.0) == 0.0 and norm(1.0) == 1.0
+
+
+@pytest.mark.parametrize("hatch", [False, True])
+def test_headgrid_fast_redraw_paints_the_mask_like_a_full_draw(hatch):
+    from attention_lab.headgrid import HeadGrid
+
+    T, H = 6, 3
+    rng = np.random.default_rng(0)
+    causal = np.triu(np.ones((T, T), bool), 1)
+    window = causal | np.tril(np.ones((T, T), bool), -3)
+    grid = HeadGrid(H, T, hatch=hatch)
+    for mask in (causal, window, None, causal, np.stack([causal, window, causal])):
+        weights = rng.random((H, T, T))
+        grid.update(weights, suptitle="s", mask=mask)
+        fast = grid.render().copy()
+        fresh = HeadGrid(H, T, hatch=hatch)
+        fresh.update(weights, suptitle="s", mask=mask)
+        fresh.figure.canvas.draw()
+        full = np.asarray(fresh.figure.canvas.buffer_rgba())
+        np.testing.assert_array_equal(fast, full)
