@@ -6,22 +6,31 @@ pixels a full matplotlib draw gives.
 
 from __future__ import annotations
 
+import io
 import itertools
 
+import ipywidgets
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
+from attention_lab.diagrams import head_split
 from attention_lab.masks import build_mask
 from attention_lab.plotting import HeadGrid, plot_heads
 from attention_lab.widgets import (
     ALL_HEADS,
+    CSS_DPI,
     D_MODEL_CHOICES,
+    DIAGRAM_CSS_DPI,
     HEAD_CHOICES,
     MASK_CHOICES,
+    PIXEL_RATIO,
+    RENDER_DPI,
     AttentionExplorer,
     d_model_choices,
     parse_sequence,
+    png_bytes,
 )
 
 
@@ -43,6 +52,9 @@ def assert_drawn(ex: AttentionExplorer) -> None:
     assert ex.message.value == "", ex.message.value
     assert ex.image.layout.display != "none"
     assert ex.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    # the PNG is the whole figure at RENDER_DPI
+    width, height = ex.figure.get_size_inches() * RENDER_DPI
+    assert png_size(ex.image.value) == (round(width), round(height))
 
 
 def test_the_figure_has_one_panel_per_head_titled_with_d_head(explorer):
@@ -53,7 +65,8 @@ def test_the_figure_has_one_panel_per_head_titled_with_d_head(explorer):
         assert_drawn(explorer)
         assert panel_count(explorer) == n_heads
         assert titles(explorer) == [f"head {h} · d_head = {d_head}" for h in range(n_heads)]
-        assert f"{n_heads} heads · d_head = {d_head}" in explorer.status.value
+        heads = "1 head" if n_heads == 1 else f"{n_heads} heads"
+        assert f"<b>{heads} · d_head = {d_head}</b>" in explorer.status.value
         assert explorer.weights.shape == (n_heads, 16, 16)
 
 
@@ -126,7 +139,7 @@ def test_the_token_labels_follow_the_sequence():
 
 
 def test_every_offered_combination_renders_and_respects_its_mask():
-    ex = AttentionExplorer()
+    ex = AttentionExplorer(diagram=False)  # the diagram's sizes are tested on their own
     T = explorer_T(ex)
     for n_heads, mask in itertools.product(HEAD_CHOICES, MASK_CHOICES):
         for d_model in d_model_choices(n_heads):
@@ -142,6 +155,8 @@ def test_every_offered_combination_renders_and_respects_its_mask():
             blocked = build_mask(mask, T, window=window)  # (T, T), True = blocked
             assert torch.all(w[:, blocked] == 0)
             assert torch.all(w[:, ~blocked] > 0)
+            # the figure draws the mask the model applied, not one guessed from zeros
+            np.testing.assert_array_equal(ex.mask_shown, blocked.numpy())
     for window in (1, 4, 16):
         ex.mask.value = "sliding"
         ex.window.value = window
@@ -226,13 +241,112 @@ def test_the_explorer_leaves_the_global_random_state_alone():
     torch.testing.assert_close(torch.rand(3), expected)
 
 
-def test_the_text_shown_in_a_notebook_is_short_and_stable():
+def shown_bundle(widget, monkeypatch) -> dict:
+    """What Jupyter receives when a cell ends with ``widget``, on ipywidgets 8 or 7.x.
+
+    ipywidgets 8 asks ``_repr_mimebundle_``; 7.x (the version Colab ships) has no such method
+    on widgets and publishes from ``_ipython_display_`` instead: catch what it publishes.
+    """
+    bundle = widget._repr_mimebundle_()
+    if bundle is not None:
+        return bundle
+    assert ipywidgets.version_info[0] < 8, "ipywidgets 8 must answer _repr_mimebundle_"
+    published = []
+    monkeypatch.setattr(
+        ipywidgets.widgets.widget, "display", lambda data, raw: published.append(data)
+    )
+    widget._ipython_display_()
+    (bundle,) = published
+    return bundle
+
+
+def test_the_text_shown_in_a_notebook_is_short_and_stable(monkeypatch):
     ex = AttentionExplorer()
-    bundle = ex._repr_mimebundle_()
+    bundle = shown_bundle(ex, monkeypatch)
     assert bundle["text/plain"] == (
         "AttentionExplorer(n_heads=4, d_model=32, trained=False, task='copy', mask='causal')"
     )
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_one_head_is_singular_in_the_status_line():
+    ex = AttentionExplorer(n_heads=1, d_model=16)
+    assert "<b>1 head · d_head = 16</b> · 1 panel" in ex.status.value
+    ex.n_heads.value = 2
+    assert "<b>2 heads · d_head = 8</b> · 2 panels" in ex.status.value
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    image = Image.open(io.BytesIO(png))
+    return image.width, image.height
+
+
+def test_the_picture_keeps_its_shape_and_is_drawn_with_more_pixels_than_it_is_shown(explorer):
+    for n_heads in HEAD_CHOICES:
+        explorer.n_heads.value = n_heads
+        for image, css_dpi in ((explorer.image, CSS_DPI), (explorer.diagram, DIAGRAM_CSS_DPI)):
+            layout = image.layout
+            # scaled down as a whole, never stretched: one width, the height follows it
+            assert layout.height == "auto" and layout.max_width == "100%"
+            assert layout.align_self == "flex-start"  # not stretched to the row's height
+            width, _ = png_size(image.value)
+            css_width = int(layout.width.removesuffix("px"))
+            assert css_width == round(width * css_dpi / RENDER_DPI)
+            assert width >= 1.5 * css_width  # sharp at 150 % zoom
+    assert RENDER_DPI / CSS_DPI == PIXEL_RATIO >= 1.5
+
+
+def test_the_figure_text_is_large_enough_for_a_projector(explorer):
+    explorer.n_heads.value = 4
+    fig = explorer.figure
+    panels = [ax for ax in fig.axes if ax.images and ax.get_title()]
+    assert all(ax.title.get_fontsize() >= 11 for ax in panels)
+    ticks = [t for ax in panels for t in ax.get_xticklabels() + ax.get_yticklabels()]
+    assert ticks and all(t.get_fontsize() >= 9 for t in ticks)
+    assert fig.dpi >= 100
+
+
+def test_png_bytes_is_lossless_and_a_png_any_viewer_reads():
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, size=(37, 53, 4), dtype=np.uint8)
+    pixels[10:20] = 255  # flat rows, as in a figure
+    png = png_bytes(pixels)
+    decoded = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    np.testing.assert_array_equal(decoded, pixels[..., :3])
+
+
+def test_prebuild_draws_every_panel_count_so_no_first_visit_builds_a_grid():
+    ex = AttentionExplorer(n_heads=4, d_model=32, prebuild=True)
+    grids = dict(ex._grids)
+    assert sorted(n for n, _ in grids) == sorted(HEAD_CHOICES)
+    for n_heads in (8, 2, 1, 4):
+        ex.n_heads.value = n_heads
+        assert_drawn(ex)
+    assert ex._grids == grids  # every panel count reused its pre-built grid
+
+
+def test_the_head_split_diagram_follows_the_sliders():
+    ex = AttentionExplorer(n_heads=4, d_model=32, sequence="1 2 3 4 5")
+    first = ex.diagram.value
+    assert first[:8] == b"\x89PNG\r\n\x1a\n" and ex.diagram.layout.display != "none"
+    ex.n_heads.value = 8
+    assert ex.diagram.value != first
+    expected = head_split(5, 32, 8)  # the same drawing as notebook 06's, for these sizes
+    expected.set_dpi(RENDER_DPI)
+    expected.canvas.draw()
+    np.testing.assert_array_equal(
+        np.asarray(Image.open(io.BytesIO(ex.diagram.value)).convert("RGB")),
+        np.asarray(expected.canvas.buffer_rgba())[..., :3],
+    )
+    ex.n_heads.value = 4
+    assert ex.diagram.value == first  # drawn once per size, then kept
+
+
+def test_the_figure_knows_the_mask_the_model_applied():
+    ex = AttentionExplorer(n_heads=2, d_model=16, mask="sliding", window=3, sequence="1 2 3 4 5")
+    np.testing.assert_array_equal(ex.mask_shown, build_mask("sliding", 5, window=3).numpy())
+    ex.mask.value = "none"
+    assert not ex.mask_shown.any()
 
 
 def test_the_sliders_send_their_value_only_when_released():

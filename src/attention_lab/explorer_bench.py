@@ -1,0 +1,80 @@
+"""How fast the explorer answers (``make bench``; never used in tests): ``benchmark_explorer``.
+
+Kept apart from widgets.py so the explorer module holds only what a reader runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from .widgets import AttentionExplorer, example_sequence, train_setting
+
+
+def benchmark_explorer(repeats: int = 20) -> dict[str, float]:
+    """Time the explorer's redraw and retrain in this process (no browser).
+
+    Returns:
+        redraw_median_ms: median time of one slider change at H=8, T=16 (the window slider,
+            sliding mask): forward pass, update the 8 heatmaps in place, encode the PNG the
+            browser receives. Budget: 150 ms.
+        redraw_cpu_median_ms: the same, CPU time of this process (less sensitive to a busy
+            machine).
+        redraw_new_titles_median_ms: a d_model change at H=8 (the titles change, so they
+            are repainted too).
+        panel_count_median_ms: a change of n_heads through 1, 2, 4, 8 after ``prebuild``
+            (the first visit to each panel count included).
+        first_draw_ms: the first picture of a new explorer (the whole figure is drawn once).
+        prebuild_ms: drawing the grids of the other panel counts ahead (``prebuild``).
+        retrain_s: training a fresh TinyLM for a new setting (copy task, H=8, d_model=32,
+            64 Adam steps on one thread). Budget: 1.5 s on 2 cores.
+        retrain_cpu_s: the same, CPU time of this process.
+        first_train_s: the first training of a Python session, measured before: it also
+            pays once for PyTorch importing its compiler package (torch._dynamo) at the
+            optimiser's first step, several seconds on a slow machine.
+    """
+    sequence = example_sequence("previous")
+    start = time.perf_counter()
+    explorer = AttentionExplorer(
+        n_heads=8, d_model=32, sequence=sequence, mask="sliding", prebuild=False
+    )
+    first_draw_ms = 1000 * (time.perf_counter() - start)
+    start = time.perf_counter()
+    explorer.prebuild()
+    prebuild_ms = 1000 * (time.perf_counter() - start)
+    walls, cpus = [], []
+    for i in range(repeats + 2):  # two warm-up changes (first visit of each window)
+        wall, cpu = time.perf_counter(), time.process_time()
+        explorer.window.value = 4 + i % 2
+        if i >= 2:
+            walls.append(time.perf_counter() - wall)
+            cpus.append(time.process_time() - cpu)
+    titles = []
+    for i in range(repeats + 2):
+        wall = time.perf_counter()
+        explorer.d_model.value = (32, 64)[i % 2]
+        if i >= 2:
+            titles.append(time.perf_counter() - wall)
+    panels = []
+    for n_heads in (4, 2, 1, 2, 4, 8) * max(1, repeats // 6):
+        wall = time.perf_counter()
+        explorer.n_heads.value = n_heads
+        panels.append(time.perf_counter() - wall)
+    start = time.perf_counter()
+    train_setting("copy", 32, 4, "causal", None)  # the first training of a session
+    first_train_s = time.perf_counter() - start
+    start, cpu = time.perf_counter(), time.process_time()
+    train_setting("copy", 32, 8, "causal", None)
+    retrain_s = time.perf_counter() - start
+    retrain_cpu_s = time.process_time() - cpu
+    return {
+        "redraw_median_ms": 1000 * statistics.median(walls),
+        "redraw_cpu_median_ms": 1000 * statistics.median(cpus),
+        "redraw_new_titles_median_ms": 1000 * statistics.median(titles),
+        "panel_count_median_ms": 1000 * statistics.median(panels),
+        "first_draw_ms": first_draw_ms,
+        "prebuild_ms": prebuild_ms,
+        "retrain_s": retrain_s,
+        "retrain_cpu_s": retrain_cpu_s,
+        "first_train_s": first_train_s,
+    }
