@@ -249,3 +249,15 @@ def test_headgrid_fast_redraw_paints_the_mask_like_a_full_draw(hatch):
         fresh.figure.canvas.draw()
         full = np.asarray(fresh.figure.canvas.buffer_rgba())
         np.testing.assert_array_equal(fast, full)
+
+
+def test_png_bytes_keeps_every_pixel():
+    import io
+
+    from PIL import Image
+
+    from attention_lab.plotting import png_bytes
+
+    rgba = np.random.default_rng(0).integers(0, 256, (37, 53, 4), dtype=np.uint8)
+    decoded = np.asarray(Image.open(io.BytesIO(png_bytes(rgba))))
+    np.testing.assert_array_equal(decoded, rgba[..., :3])

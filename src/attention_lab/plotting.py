@@ -71,10 +71,11 @@ def png_bytes(rgba: np.ndarray, compress_level: int = 1) -> bytes:
     """Encode (height, width, 4) uint8 pixels on a white page as PNG (RGB, fast compression)."""
     from PIL import Image
 
+    height, width = rgba.shape[:2]
+    pixels = np.ascontiguousarray(rgba)  # Agg's buffer already is: no copy
+    image = Image.frombuffer("RGBA", (width, height), pixels, "raw", "RGBA", 0, 1)
     buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(
-        buffer, format="png", compress_level=compress_level
-    )
+    image.convert("RGB").save(buffer, format="png", compress_level=compress_level)
     return buffer.getvalue()
 
 
