@@ -208,8 +208,9 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
     patches = []
 
     def shape(x_mid, name, values):
-        _label(ax, x_mid, y0 - 0.22, name, size=TICK_SIZE, va="top")
-        _label(ax, x_mid, y0 - 0.6, "= " + str(values), size=TICK_SIZE, va="top")
+        _label(
+            ax, x_mid, y0 - 0.22, f"{name}\n= {values}", size=TICK_SIZE, va="top", linespacing=1.6
+        )
 
     def step_arrow(x_from, text):
         _arrow(ax, (x_from + 0.12, y0 + Ht / 2), (x_from + G - 0.12, y0 + Ht / 2))
