@@ -226,11 +226,12 @@ def test_static_deck_of_06_opens_from_a_file_url_offline(tmp_path):
     outside: list[str] = []
     shown: dict[str, list[str]] = {}
     with sync_playwright() as p:
-        for viewport in ({"width": 1280, "height": 800}, {"width": 1920, "height": 1080}):
-            size = f"{viewport['width']}x{viewport['height']}"
-            context = _browser(p, tmp_path / size, ("file://",), outside, viewport)
-            try:
-                page = context.new_page()
+        context = _browser(p, tmp_path, ("file://",), outside, {"width": 1280, "height": 800})
+        try:
+            page = context.new_page()
+            for viewport in ({"width": 1280, "height": 800}, {"width": 1920, "height": 1080}):
+                page.set_viewport_size(viewport)
+                size = f"{viewport['width']}x{viewport['height']}"
                 for deck in decks:
                     stem = deck.name.split(".")[0]
                     if size != "1280x800" and not stem.startswith("06"):
@@ -255,8 +256,8 @@ def test_static_deck_of_06_opens_from_a_file_url_offline(tmp_path):
                         page.evaluate("Reveal.next()")
                         page.wait_for_timeout(150)
                     shown[f"{stem}-{size}"] = titles
-            finally:
-                context.close()
+        finally:
+            context.close()
 
     first = shown["06_multi_head-1280x800"]
     assert "06" in first[0] and "MULTI-HEAD" in first[0].upper(), first
