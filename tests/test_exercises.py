@@ -532,6 +532,15 @@ def test_summary_keeps_the_latest_verdict_and_reset_forgets_it(capsys):
     assert "lesson 03" not in capsys.readouterr().out  # show=False prints nothing
 
 
+def test_a_demonstration_with_record_false_leaves_the_learners_verdict_alone(capsys):
+    ex.reset()
+    ex.check_score_variance(predicted_score_variance)
+    verdict = ex.check_score_variance(predicted_std_not_variance, record=False)
+    assert not verdict  # still graded and printed ...
+    assert "not yet" in capsys.readouterr().out
+    assert ex.RESULTS[("03", "score_variance")]  # ... but the recorded verdict is the pass
+
+
 def test_summary_of_every_lesson_and_of_an_unknown_lesson_never_raises(capsys):
     ex.reset()
     everything = ex.summary(show=False)
@@ -696,3 +705,52 @@ def test_learner_notebook_shows_not_attempted_yet_for_each_check():
     printed = _printed(make_exercises.LEARNER)
     assert len(printed) == len(_printed(make_exercises.SOLUTIONS))
     assert all(text.startswith("⏳ not attempted yet: ") for text in printed), printed
+
+
+# --- the exercises block at the end of each lesson ------------------------------------
+
+
+def test_every_lesson_02_to_08_has_a_block_of_checked_exercises():
+    blocks = make_exercises.lesson_blocks(nbformat.read(make_exercises.SOLUTIONS, as_version=4))
+    assert sorted(blocks) == ["02", "03", "04", "05", "06", "07", "08"]
+    for lesson, block in blocks.items():
+        sources = [c.source for c in block]
+        assert sources[0] == make_exercises.BLOCK_INTRO
+        assert sum("raise NotImplementedError" in s for s in sources) >= 1, lesson
+        assert sum(s.startswith("check_") for s in sources) >= 1, lesson
+        assert sources[-1] == f'summary("{lesson}")', lesson
+        assert all("SOLUTION" not in s for s in sources), lesson
+
+
+def test_lesson_notebooks_carry_the_current_exercises_block_before_their_last_cell():
+    problems = make_exercises.stale_lessons()
+    assert not problems, "run `make exercises`: " + "; ".join(problems)
+
+
+def test_the_block_replaces_itself_and_keeps_the_closing_cell_last(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Lesson"), nbformat.v4.new_markdown_cell("Next")]
+    block = [
+        nbformat.v4.new_markdown_cell("## Exercises", metadata={"tags": ["lesson-exercises"]}),
+        nbformat.v4.new_code_cell('summary("04")', metadata={"tags": ["lesson-exercises"]}),
+    ]
+    once = make_exercises.with_block(nb, block)
+    twice = make_exercises.with_block(once, block)
+    assert [c.source for c in once.cells] == ["# Lesson", "## Exercises", 'summary("04")', "Next"]
+    assert [c.source for c in twice.cells] == [c.source for c in once.cells]
+    smaller = make_exercises.with_block(twice, block[:1])
+    assert [c.source for c in smaller.cells] == ["# Lesson", "## Exercises", "Next"]
+
+
+def test_an_edit_to_a_lessons_exercise_makes_its_notebook_out_of_date(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for path in (make_exercises.SOLUTIONS.parent).glob("0[2-8]_*.ipynb"):
+        (notebooks / path.name).write_bytes(path.read_bytes())
+    solutions = nbformat.read(make_exercises.SOLUTIONS, as_version=4)
+    cell = next(c for c in solutions.cells if "def dropout_rescale" in c.source)
+    cell.source = cell.source.replace("def dropout_rescale(", "def dropout_rescaled(")
+    edited = notebooks / "exercises_solutions.ipynb"
+    nbformat.write(solutions, edited)
+    problems = make_exercises.stale_lessons(edited, notebooks)
+    assert any(p.startswith("05_causal_head.ipynb") for p in problems), problems

@@ -6,7 +6,8 @@ the source or the stored output of a code cell close by (within ``WINDOW`` cells
 after): as an input the reader can see, or as a result the run printed. A sentence that
 quotes a number the run no longer prints fails here, so prose and outputs cannot drift.
 
-Formulas (``$...$``), inline code and link targets are not prose and are skipped. A number
+Formulas (``$...$``), inline code, link targets and exercise numbers ("Exercise 4.2") are
+not claims and are skipped. A number
 that is a plain fact rather than a measurement (say, a constant of a paper) goes in
 ``FACTS`` with the reason.
 """
@@ -28,7 +29,14 @@ NUMBER = re.compile(
     r"(?<![\w.\-])(\d+\.\d+|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?×)"
 )
 NOT_PROSE = [
-    re.compile(p, re.S) for p in (r"\$\$.*?\$\$", r"\$[^$\n]*\$", r"`[^`]*`", r"\]\([^)]*\)")
+    re.compile(p, re.S)
+    for p in (
+        r"\$\$.*?\$\$",  # display maths
+        r"\$[^$\n]*\$",  # inline maths
+        r"`[^`]*`",  # inline code
+        r"\]\([^)]*\)",  # link targets
+        r"Exercise \d+\.\d+",  # exercise numbers (lesson.exercise)
+    )
 ]
 # (notebook name, number as written) -> why it needs no nearby code
 FACTS: dict[tuple[str, str], str] = {}

@@ -1,10 +1,19 @@
-"""Write the learner exercises notebook from the solutions notebook (`make exercises`).
+"""Write every learner version of the exercises from the solutions notebook (`make exercises`).
 
-    python tools/make_exercises.py            # write notebooks/exercises.ipynb and run it
+    python tools/make_exercises.py            # write the learner versions and run them
     python tools/make_exercises.py --no-run   # write the sources only (outputs are cleared)
-    python tools/make_exercises.py --check    # exit 1 if exercises.ipynb is out of date
+    python tools/make_exercises.py --check    # exit 1 if any learner version is out of date
 
-One source, two notebooks. In notebooks/exercises_solutions.ipynb:
+One source, many learner versions. notebooks/exercises_solutions.ipynb is grouped by lesson:
+every cell of lesson NN's exercises carries the tag ``lesson-NN``. From it this tool writes
+
+* notebooks/exercises.ipynb: every exercise of the chapter, learner form;
+* the end of each lesson notebook NN_*.ipynb: an "Exercises" block with that lesson's
+  exercises in learner form, placed before the notebook's last cell (the link to the next
+  notebook). The block's cells carry the tag ``lesson-exercises``; running the tool again
+  replaces them, so a lesson notebook is never edited by hand there.
+
+In the solutions notebook:
 
 * in a code cell, the lines from `### BEGIN SOLUTION` to `### END SOLUTION` (markers
   included) become one stub line, `raise NotImplementedError`, at the marker's indentation.
@@ -31,6 +40,15 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "notebooks" / "exercises_solutions.ipynb"
 LEARNER = ROOT / "notebooks" / "exercises.ipynb"
+BLOCK_TAG = "lesson-exercises"
+LESSON_TAG = re.compile(r"^lesson-(\d\d)$")
+BLOCK_INTRO = """## Exercises
+
+Practise what this notebook built. Replace each `raise NotImplementedError` with your code,
+then run the check below it: it prints ✅ passed, ❌ not yet (with a hint) or ⏳ not attempted
+yet, and never crashes. The last cell shows your progress in this lesson. Worked answers are in
+[exercises_solutions.ipynb](exercises_solutions.ipynb); all the chapter's exercises are in
+[exercises.ipynb](exercises.ipynb)."""
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB = "raise NotImplementedError"
@@ -100,6 +118,71 @@ def learner_notebook(solutions):
     return nb
 
 
+def lesson_of(cell) -> str | None:
+    """ "04" for a cell tagged ``lesson-04``, else None."""
+    for tag in cell.get("metadata", {}).get("tags", []):
+        match = LESSON_TAG.match(tag)
+        if match:
+            return match.group(1)
+    return None
+
+
+def lesson_blocks(solutions) -> dict[str, list]:
+    """``{"04": [cells]}``: each lesson's exercise cells in learner form, ready to insert.
+
+    The solutions' own lesson heading (the first cell of a lesson) becomes a plain
+    "Exercises" heading; every cell is tagged ``lesson-exercises`` and gets slideshow
+    metadata (the heading is a slide, the rest is for working, not presenting: skip).
+    """
+    learner = learner_notebook(solutions)
+    blocks: dict[str, list] = {}
+    for cell in learner.cells:
+        lesson = lesson_of(cell)
+        if lesson is None:
+            continue
+        cell = copy.deepcopy(cell)
+        first = lesson not in blocks
+        if first:
+            if cell.cell_type != "markdown":
+                raise MarkerError(f"lesson {lesson}'s exercises must start with a heading cell")
+            cell = nbformat.v4.new_markdown_cell(BLOCK_INTRO)
+        cell["id"] = f"lesson{lesson}-exercises-{len(blocks.get(lesson, [])):02d}"  # stable ids
+        cell.metadata["tags"] = [BLOCK_TAG]
+        cell.metadata["slideshow"] = {"slide_type": "slide" if first else "skip"}
+        blocks.setdefault(lesson, []).append(cell)
+    return blocks
+
+
+def lesson_path(lesson: str, notebooks: Path) -> Path:
+    matches = sorted(notebooks.glob(f"{lesson}_*.ipynb"))
+    if len(matches) != 1:
+        raise FileNotFoundError(f"expected one notebook {lesson}_*.ipynb in {notebooks}")
+    return matches[0]
+
+
+def with_block(nb, block: list):
+    """``nb`` with its ``lesson-exercises`` cells replaced by ``block``, before the last cell."""
+    nb = copy.deepcopy(nb)
+    kept = [c for c in nb.cells if BLOCK_TAG not in c.get("metadata", {}).get("tags", [])]
+    if not kept:
+        raise MarkerError("a lesson notebook needs at least its closing cell")
+    nb.cells = kept[:-1] + [copy.deepcopy(c) for c in block] + kept[-1:]
+    return nb
+
+
+def stale_lessons(solutions_path: Path = SOLUTIONS, notebooks: Path | None = None) -> list[str]:
+    """Lesson notebooks whose exercises block differs from what the solutions would give."""
+    notebooks = notebooks or solutions_path.parent
+    problems = []
+    for lesson, block in lesson_blocks(nbformat.read(solutions_path, as_version=4)).items():
+        path = lesson_path(lesson, notebooks)
+        have = nbformat.read(path, as_version=4)
+        want = with_block(have, block)
+        if _sources(have) != _sources(want):
+            problems.append(f"{path.name}: its exercises block is out of date or misplaced")
+    return problems
+
+
 def _sources(nb) -> list[tuple[str, str, tuple[str, ...]]]:
     return [
         (cell.cell_type, cell.source, tuple(cell.get("metadata", {}).get("tags", [])))
@@ -127,23 +210,40 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="only report if out of date")
     parser.add_argument("--no-run", action="store_true", help="write without executing")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the repository (its notebooks/ folder is used)"
+    )
     args = parser.parse_args(argv)
+    notebooks = args.root / "notebooks"
+    solutions_path, learner_path = notebooks / SOLUTIONS.name, notebooks / LEARNER.name
     if args.check:
-        problems = stale_cells()
+        problems = stale_cells(solutions_path, learner_path) + stale_lessons(
+            solutions_path, notebooks
+        )
         for problem in problems:
             print(problem)
         if problems:
-            print(f"{LEARNER.name} is out of date: run `make exercises`")
+            print("the learner exercises are out of date: run `make exercises`")
             return 1
-        print(f"{LEARNER.name} is up to date")
+        print("the learner exercises are up to date")
         return 0
     from run_notebooks import run, write_clean
 
-    nb = learner_notebook(nbformat.read(SOLUTIONS, as_version=4))
-    write_clean(nb, LEARNER)
-    print(f"wrote {LEARNER.relative_to(ROOT)}")
+    solutions = nbformat.read(solutions_path, as_version=4)
+    written = [learner_path]
+    write_clean(learner_notebook(solutions), learner_path)
+    for lesson, block in lesson_blocks(solutions).items():
+        path = lesson_path(lesson, notebooks)
+        old = nbformat.read(path, as_version=4)
+        new = with_block(old, block)
+        if _sources(new) != _sources(old):
+            write_clean(new, path)
+            written.append(path)
+    for path in written:
+        print(f"wrote {path.relative_to(args.root)}")
     if not args.no_run:
-        print(f"{run(LEARNER):6.1f} s  {LEARNER.name}")
+        for path in written:
+            print(f"{run(path):6.1f} s  {path.name}")
     return 0
 
 

@@ -99,7 +99,9 @@ def checker(lesson: str, error_hint: str):
     """Turn ``grade(fn, ...) -> pass message`` into the checker of one exercise of ``lesson``.
 
     The checker prints a Verdict, records it in ``RESULTS[(lesson, name)]`` (``name`` is the
-    grade function's name without ``check_``) and returns it; it never raises."""
+    grade function's name without ``check_``) and returns it; it never raises. Pass
+    ``record=False`` to grade a function without recording it (a demonstration of a wrong
+    answer should not replace the learner's own verdict in ``summary``)."""
     if lesson not in LESSONS:
         raise ValueError(f"lesson={lesson!r} is not one of {LESSONS}")
 
@@ -109,9 +111,10 @@ def checker(lesson: str, error_hint: str):
             EXERCISES[lesson].append(name)
 
         @functools.wraps(grade)
-        def check(fn, *args, **kwargs) -> Verdict:
+        def check(fn, *args, record: bool = True, **kwargs) -> Verdict:
             verdict = _grade(grade, error_hint, fn, *args, **kwargs)
-            RESULTS[(lesson, name)] = verdict
+            if record:
+                RESULTS[(lesson, name)] = verdict
             print(f"{verdict}\n", end="", flush=True)  # one write: one stream output
             return verdict
 
