@@ -254,3 +254,11 @@ def test_every_diagram_is_readable_and_renders_in_reasonable_time(name):
     assert fig._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
     best = min(render_seconds(ALL_DIAGRAMS[name]()) for _ in range(2))
     assert best < SLOW
+
+
+def test_head_split_png_is_cached_per_size_and_is_the_same_picture():
+    first = diagrams.head_split_png(6, 32, 4)
+    assert first[:8] == b"\x89PNG\r\n\x1a\n"
+    assert diagrams.head_split_png(6, 32, 4) is first  # second visit: from the cache
+    assert diagrams.head_split_png(6, 32, 8) != first
+    assert first == diagrams.head_split(6, 32, 4)._repr_png_()

@@ -19,6 +19,7 @@ function                              what it shows                         note
 ``dropout_row``                       dropped entries and the 1/(1-p)       05
                                       rescale
 ``head_split`` / ``draw_head_split``  (B, T, D) -> (B, T, H, d_head) ->     06
+/ ``head_split_png`` (cached PNG)
                                       (B, H, T, d_head) -> merged
 ``head_rows``                         the rows of W_q / qkv.weight each     06, 07
                                       head owns
@@ -32,6 +33,7 @@ Colours, font sizes and dpi come from ``palette``: head h has one colour everywh
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -129,7 +131,7 @@ def _box(ax, x, y, w, h, color=NEUTRAL, text="", size=TICK_SIZE, lw=1.2, gid=Non
     rect = Rectangle((x, y), w, h, facecolor=color, edgecolor=EDGE, lw=lw, **kw)
     if gid:
         rect.set_gid(gid)
-    ax.add_patch(rect)
+    ax.add_artist(rect)
     if text:
         ax.text(
             x + w / 2,
@@ -147,7 +149,7 @@ def _arrow(ax, start, end, text="", lw=1.6, color=ARROW, side="above", size=TICK
     arrow = FancyArrowPatch(
         start, end, arrowstyle="-|>", mutation_scale=14, lw=lw, color=color, **kw
     )
-    ax.add_patch(arrow)
+    ax.add_artist(arrow)
     if text:
         mx, my = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
         offset = 0.12 if side == "above" else -0.12
@@ -296,6 +298,13 @@ def head_split(T: int, D: int, H: int, B: int = 1, ax=None) -> LabFigure:
     return fig
 
 
+@functools.lru_cache(maxsize=256)
+def head_split_png(T: int, D: int, H: int, B: int = 1) -> bytes:
+    """``head_split`` as PNG bytes, cached per size: the explorer's redraw after the first
+    visit of a (T, D, H) setting costs nothing (drawing the text is the slow part)."""
+    return head_split(T, D, H, B)._repr_png_()
+
+
 def _own_axes(width: float, height: float, top: float = 0.86):
     fig = LabFigure(figsize=(width, height), dpi=DPI)
     ax = fig.add_axes((0.01, 0.01, 0.98, top - 0.01))
@@ -366,7 +375,7 @@ def weighted_average(weights, tokens: Sequence[str] | None = None, query=None) -
             shrinkB=4,
         )
         arrow.set_gid(f"arrow {i}")
-        ax.add_patch(arrow)
+        ax.add_artist(arrow)
         _label(
             ax,
             1.62,
@@ -476,7 +485,7 @@ def _blocked_cell(ax, i, j):
         gid="blocked",
         clip_on=False,
     )
-    ax.add_patch(cell)
+    ax.add_artist(cell)
     return cell
 
 
@@ -512,7 +521,7 @@ def causal_mask_grid(T: int) -> LabFigure:
             if j > i:
                 _blocked_cell(ax, i, j)
             else:
-                ax.add_patch(
+                ax.add_artist(
                     Rectangle(
                         (j - 0.5, i - 0.5),
                         1,
@@ -657,7 +666,7 @@ def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
                     lw=0.8,
                     gid="dropped",
                 )
-                ax.add_patch(cell)
+                ax.add_artist(cell)
                 _label(ax, x + cw * 0.46, row_y + 0.4, "0", size=TICK_SIZE, weight="bold")
                 continue
             colour = CMAP(norm(min(v, 1.0)))
@@ -727,7 +736,7 @@ def head_rows(D: int, H: int, fused: bool = False) -> LabFigure:
                 _label(ax, mw + 0.15, y + d_head * unit / 2, label, size=TICK_SIZE, ha="left")
         if fused:
             y0 = mh - (b + 1) * D * unit
-            ax.add_patch(
+            ax.add_artist(
                 Rectangle(
                     (0, y0), mw, D * unit, facecolor="none", edgecolor="black", lw=2.2, zorder=4
                 )
@@ -787,7 +796,7 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
     px = ex + bw + 0.9
     plus = _circle(px, 2.17, 0.33)
     plus.set_gid("sum")
-    ax.add_patch(plus)
+    ax.add_artist(plus)
     _label(ax, px, 2.17, "+", size=TITLE_SIZE + 2, weight="bold")
     _arrow(ax, (ex + bw + 0.05, 3.85), (px - 0.25, 2.45))
     _arrow(ax, (ex + bw + 0.05, 0.5), (px - 0.25, 1.9))
