@@ -284,6 +284,13 @@ def test_guide_table_write_replaces_only_the_marked_block(tmp_path):
     )
 
 
+def test_exercise_headings_map_to_notebooks():
+    assert slides.exercise_notebook("4.2 · A sliding-window mask") == "04"
+    assert slides.exercise_notebook("12.1 · Anything") == "12"
+    assert slides.exercise_notebook("9 · Count the parameters at GPT-2 size") == "07"
+    assert slides.exercise_notebook("11 · Something new") is None
+
+
 def test_the_timing_rule_adds_up():
     t = slides.Timing("x", slides=2, subslides=3, fragments=4, notes=2, exercises=1)
     assert (
@@ -295,7 +302,7 @@ def test_the_timing_rule_adds_up():
 
 def test_every_exercise_belongs_to_a_notebook():
     titles = slides.exercise_titles()
-    assert titles, "notebooks/exercises.ipynb has no '## Exercise N · title' headings"
+    assert titles, "notebooks/exercises.ipynb has no '### Exercise N.M · title' headings"
     assert [t for t in titles if slides.exercise_notebook(t) is None] == []
 
 
