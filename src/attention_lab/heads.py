@@ -44,7 +44,7 @@ class SingleHeadAttention(nn.Module):
 
 
 class CausalAttention(nn.Module):
-    """One causal head: position t attends to positions 0..t only, with dropout on the weights.
+    """One causal head: query position i attends to key positions j <= i only, with dropout.
 
     The (context_length, context_length) mask is a buffer: it follows ``.to(device)`` and is
     not a parameter. It is not saved in ``state_dict`` (``persistent=False``): it is derived
