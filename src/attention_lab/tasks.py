@@ -3,7 +3,7 @@
 * ``"copy"``: each row is one random id repeated over the whole context; the
   targets are the inputs shifted by one, so the next token always equals the last one.
   There are only ``vocab_size`` different rows.
-* ``"previous"``: random ids; the target at position t is the token at t - 1. A model
+* ``"previous"``: random ids; the target at position i is the token at i - 1. A model
   can only solve it by looking one step back, so a trained head lights up the
   sub-diagonal of its attention map. Position 0 has no answer and is ignored.
 * ``"repeat"``: a random sequence, a separator (id ``SEP`` = 0), then the same sequence
