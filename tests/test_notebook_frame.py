@@ -8,6 +8,8 @@ outputs come from one top-to-bottom run.
 from __future__ import annotations
 
 import sys
+import types
+from importlib.metadata import version
 from pathlib import Path
 
 import nbformat
@@ -76,3 +78,36 @@ def test_notebook_closes_with_what_we_built_and_a_way_on(notebook):
     assert "what we built" in markdown.lower() or "what you built" in markdown.lower(), path.name
     if path.name.startswith("0"):
         assert "[Next" in markdown, f"{path.name} should point to the next notebook"
+
+
+def _run_setup_cell(on_colab: bool, monkeypatch, capsys) -> tuple[list[str], str]:
+    """Run the generated setup cell as IPython would; return (magics called, printed text)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    code = TransformerManager().transform_cell(badges.setup_source())
+    magics: list[str] = []
+
+    class FakeShell:
+        def run_line_magic(self, name, line, _stack_depth=1):
+            magics.append(f"%{name} {line}")
+
+    if on_colab:
+        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    else:
+        monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    exec(code, {"get_ipython": FakeShell})  # our own generated cell
+    return magics, capsys.readouterr().out
+
+
+def test_the_colab_setup_cell_says_in_one_line_what_it_installed(monkeypatch, capsys):
+    magics, printed = _run_setup_cell(True, monkeypatch, capsys)
+    assert magics == [f'%pip install --quiet "attention-lab @ git+{badges.repository_url()}"']
+    lines = printed.splitlines()
+    assert len(lines) == 1, printed
+    for package in ("attention-lab", "torch", "ipywidgets"):
+        assert f"{package} {version(package)}" in lines[0]
+
+
+def test_the_setup_cell_does_nothing_and_prints_nothing_off_colab(monkeypatch, capsys):
+    magics, printed = _run_setup_cell(False, monkeypatch, capsys)
+    assert magics == [] and printed == ""

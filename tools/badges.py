@@ -35,14 +35,21 @@ def badge_source(notebook_name: str, url: str | None = None) -> str:
 
 
 def setup_source(url: str | None = None) -> str:
+    """The Colab setup cell: install the library without touching Colab's torch and
+    ipywidgets, then say in one line what is installed. Silent anywhere else (a local run
+    prints nothing, so the notebooks' stored outputs do not depend on the machine)."""
     url = url or repository_url()
     return (
-        "# On Colab, install the attention_lab library first (Colab's own torch is kept).\n"
-        "# Locally, `make lab` has installed it already and this cell does nothing.\n"
+        "# On Colab, install the attention_lab library first (Colab's own torch and ipywidgets\n"
+        "# are kept). Locally, `make lab` has installed it already and this cell does nothing.\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    %pip install --quiet "attention-lab @ git+{url}"'
+        f'    %pip install --quiet "attention-lab @ git+{url}"\n'
+        "    from importlib.metadata import version\n"
+        "\n"
+        '    versions = (f"{p} {version(p)}" for p in ("attention-lab", "torch", "ipywidgets"))\n'
+        '    print("installed:", ", ".join(versions))'
     )
 
 
