@@ -11,7 +11,14 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
              --ignore-glob='*/.ipynb_checkpoints/*'
 
-.PHONY: help lab test unit nbval lint format demo bench explore exercises badges notebooks clean
+.PHONY: help lab lab-zh slides slides-html test unit nbval lint format demo bench explore \
+        exercises badges notebooks translations clean
+
+# `make lab LANG_EDITION=zh-CN` (or `make lab-zh`) opens the Simplified Chinese edition.
+LANG_EDITION ?=
+LAB_DIR := notebooks$(if $(LANG_EDITION),/$(LANG_EDITION))
+# The Chinese edition also puts JupyterLab's own menus in Chinese (the zh extra's language pack).
+LANG_ARGS := $(if $(LANG_EDITION),--LabApp.user_settings_dir=$(CURDIR)/share/jupyter/lab-$(LANG_EDITION))
 
 help:
 	@echo "make lab        set up .venv and open the chapter in JupyterLab"
@@ -22,17 +29,33 @@ help:
 	@echo "make exercises  regenerate the learner exercises notebook from the solutions"
 	@echo "make badges     rewrite Colab badges and install lines from pyproject's Repository URL"
 	@echo "make notebooks  re-run every notebook top to bottom and save its outputs"
+	@echo "make slides     open the chapter in JupyterLab to present: Run All, then Alt+R"
+	@echo "make slides-html  offline slide decks and the summary sheet in build/ (no Python needed)"
+	@echo "make translations  update i18n/zh_CN/*.po from the English and rebuild notebooks/zh-CN/"
+	@echo "make lab-zh     open the Simplified Chinese edition (= make lab LANG_EDITION=zh-CN)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(PIP) install --quiet -c constraints.txt -e ".[lab,test]"
+	$(PIP) install --quiet -c constraints.txt -e ".[lab,test,zh]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $(STAMP)
 
 lab: $(STAMP)
-	cd notebooks && ../$(BIN)/jupyter lab 01_weighted_average.ipynb $(ROOT_ARGS) $(LAB_ARGS)
+	@test -d $(LAB_DIR) || { echo "$(LAB_DIR) does not exist: run make translations"; exit 1; }
+	cd $(LAB_DIR) && $(CURDIR)/$(BIN)/jupyter lab 01_weighted_average.ipynb $(ROOT_ARGS) $(LANG_ARGS) $(LAB_ARGS)
+
+lab-zh:
+	$(MAKE) lab LANG_EDITION=zh-CN
+
+slides: $(STAMP)
+	cd notebooks && ../$(BIN)/jupyter lab 01_weighted_average.ipynb \
+	    --LabApp.app_settings_dir=$(CURDIR)/teaching/jupyterlab-settings $(ROOT_ARGS) $(LAB_ARGS)
+
+slides-html: $(STAMP)
+	$(BIN)/python tools/slides.py html
+	$(BIN)/python tools/summary_sheet.py --out build/teaching --pdf
 
 test: $(STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
@@ -71,6 +94,12 @@ badges: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/run_notebooks.py
+
+translations: $(STAMP)
+	$(BIN)/python tools/translations.py update
+	$(BIN)/python tools/translations.py build --run
+	$(BIN)/python tools/translations.py check
+	$(BIN)/python tools/translations.py glossary-check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis src/*.egg-info
