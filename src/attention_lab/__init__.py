@@ -36,14 +36,16 @@ __version__ = "0.2.0"
 
 # name -> the submodule that defines it, imported on first use (PEP 562)
 _LAZY = {
-    "HeadGrid": "plotting",
+    "HEAD_COLORS": "palette",
+    "HeadGrid": "headgrid",
+    "head_color": "palette",
     "LabFigure": "plotting",
     "plot_heads": "plotting",
     "plot_lines": "plotting",
     "plot_loss": "plotting",
     "text_heatmap": "plotting",
 }
-_SUBMODULES = ("cost", "diagrams", "exercises", "palette", "plotting", "widgets")
+_SUBMODULES = ("cost", "diagrams", "exercises", "headgrid", "palette", "plotting", "widgets")
 
 
 def __getattr__(name: str):
@@ -62,6 +64,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CausalAttention",
+    "HEAD_COLORS",
     "HeadGrid",
     "IGNORE_INDEX",
     "LabFigure",
@@ -77,6 +80,7 @@ __all__ = [
     "build_mask",
     "causal_mask",
     "evaluate",
+    "head_color",
     "make_batch",
     "merge_heads",
     "no_mask",
