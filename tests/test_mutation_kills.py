@@ -1,0 +1,225 @@
+"""Properties that mutation testing (tools/mutation.sh, issue 9) found unpinned.
+
+Each test here kills mutants of masks, functional, heads, multihead, fused or _checks that
+survived the rest of the unit tests: a conversion that loses the dtype, the device or the
+dropout; an error message that loses the words of its fix; a mask built on the wrong device.
+Every expected value is computed independently (PyTorch's own modules, explicit loops,
+hand-written masks), never copied from the output under test.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from attention_lab.fused import MultiHeadSelfAttention
+from attention_lab.heads import CausalAttention, SingleHeadAttention
+from attention_lab.masks import build_mask, causal_mask, no_mask, sliding_window_mask
+from attention_lab.multihead import MultiHeadAttention
+
+B, T, D, H, CONTEXT = 2, 5, 8, 2, 7
+
+
+def raises(exc, *fragments):
+    """pytest.raises that checks every fragment appears in the message, literally."""
+    pattern = "".join(f"(?=.*{re.escape(f)})" for f in fragments)
+    return pytest.raises(exc, match=re.compile(pattern, re.DOTALL))
+
+
+# --- fused.py: conversions keep dtype, device, dropout and say why they refuse ----------
+
+
+def test_conversions_keep_float64_and_the_dropout_probability():
+    separate = MultiHeadAttention(D, H, CONTEXT, dropout=0.25, qkv_bias=True).double().eval()
+    x = torch.randn(B, T, D, dtype=torch.float64)  # (B, T, D)
+    fused = MultiHeadSelfAttention.from_separate(separate)
+    back = fused.to_separate()
+    reference = fused.to_torch()
+    again = MultiHeadSelfAttention.from_torch(reference, CONTEXT)
+    for module in (fused, back, reference, again):
+        assert {p.dtype for p in module.parameters()} == {torch.float64}, type(module).__name__
+    assert fused.dropout.p == back.dropout.p == reference.dropout == again.dropout.p == 0.25
+    # float64 all the way: the four agree to float64 precision, not float32's
+    expected = separate(x)  # (B, T, D)
+    torch_out, _ = reference(x, x, x, attn_mask=torch.ones(T, T).triu(1).bool())
+    for out in (fused(x), back(x), again(x), torch_out):
+        torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_conversions_keep_the_device_of_the_weights():
+    """On the meta device nothing is computed: a copy to the wrong device fails or shows.
+
+    (``from_separate`` is left out: ``torch.cat`` on meta imports PyTorch's decompositions,
+    seconds of start-up for one assertion.)
+    """
+    fused = MultiHeadSelfAttention(D, H, CONTEXT).to("meta")
+    converted = (fused.to_separate(), fused.to_torch())
+    converted += (MultiHeadSelfAttention.from_torch(converted[1], CONTEXT),)
+    for module in converted:
+        assert {p.device.type for p in module.parameters()} == {"meta"}, type(module).__name__
+
+
+def test_to_torch_refusals_say_what_to_do_instead():
+    with raises(
+        ValueError,
+        "to_torch() converts causal blocks only",
+        "mask_kind='none'",
+        "nn.MultiheadAttention keeps no mask: copy the ",
+        "weights yourself and pass attn_mask=block.mask[:T, :T] on every call",
+    ):
+        MultiHeadSelfAttention(D, H, CONTEXT, mask_kind="none").to_torch()
+    with raises(
+        ValueError,
+        "one bias flag for both projections",
+        "qkv_bias=True and out_bias=False",
+        "build the block with ",
+        "qkv_bias == out_bias to convert it",
+    ):
+        MultiHeadSelfAttention(D, H, CONTEXT, qkv_bias=True, out_bias=False).to_torch()
+
+
+def test_from_torch_refusals_name_what_converts():
+    with raises(
+        ValueError,
+        "only a plain nn.MultiheadAttention converts: kdim == vdim == embed_dim, ",
+        "add_bias_kv=False and add_zero_attn=False",
+    ):
+        MultiHeadSelfAttention.from_torch(nn.MultiheadAttention(D, H, add_zero_attn=True), CONTEXT)
+    with raises(TypeError, "expected torch.nn.MultiheadAttention, got Linear"):
+        MultiHeadSelfAttention.from_torch(nn.Linear(D, D), CONTEXT)
+    with raises(TypeError, "expected attention_lab.MultiHeadAttention, got Linear"):
+        MultiHeadSelfAttention.from_separate(nn.Linear(D, D))
+
+
+@pytest.mark.parametrize(
+    "kind, window, shown",
+    [("causal", None, "mask_kind='causal'"), ("sliding", 3, "mask_kind='sliding', window=3")],
+)
+def test_the_printed_block_shows_its_sizes_and_its_mask(kind, window, shown):
+    block = MultiHeadSelfAttention(D, H, CONTEXT, mask_kind=kind, window=window)
+    expected = f"d_model={D}, n_heads={H}, d_head={D // H}, context_length={CONTEXT}, {shown}"
+    assert block.extra_repr() == expected
+    assert f"\n  {expected}\n" in repr(block)
+
+
+# --- masks.py: every mask names a bad size and is built where it is asked --------------
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: causal_mask(0), "T=0"),
+        (lambda: sliding_window_mask(0, 3), "T=0"),
+        (lambda: sliding_window_mask(4, -1), "window=-1"),
+        (lambda: no_mask(-2), "T=-2"),
+        (lambda: build_mask("none", 0), "T=0"),
+    ],
+)
+def test_every_mask_names_the_size_it_refuses(call, name):
+    with raises(ValueError, name, "must be a whole number >= 1", "pass a positive int"):
+        call()
+
+
+def test_a_window_with_another_mask_kind_or_none_for_sliding_gets_the_whole_fix():
+    with pytest.raises(ValueError) as caught:
+        build_mask("causal", 4, window=3)
+    assert str(caught.value) == (
+        "window=3 only applies to mask_kind='sliding', not mask_kind='causal'; "
+        "pass mask_kind='sliding' or leave window out"
+    )
+    with pytest.raises(ValueError) as caught:
+        build_mask("sliding", 4)
+    assert str(caught.value) == "mask_kind='sliding' needs a window, e.g. window=8"
+
+
+@pytest.mark.parametrize(
+    "kind, window, T_, blocked",
+    [
+        ("causal", None, 4, lambda i, j: j > i),
+        ("sliding", 2, 5, lambda i, j: j > i or j <= i - 2),
+        ("none", None, 3, lambda i, j: False),
+    ],
+)
+def test_masks_are_built_on_the_device_they_are_asked_for(kind, window, T_, blocked):
+    """Under a meta default device, a mask that ignores ``device="cpu"`` lands on meta."""
+    with torch.device("meta"):
+        mask = build_mask(kind, T_, window, device="cpu")  # (T, T)
+    assert mask.device.type == "cpu" and mask.dtype == torch.bool
+    expected = torch.tensor([[blocked(i, j) for j in range(T_)] for i in range(T_)])
+    assert torch.equal(mask, expected)
+
+
+# --- heads.py, multihead.py: sizes named in errors, bias flags honoured ------------------
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: SingleHeadAttention(0, 4), "d_in=0"),
+        (lambda: SingleHeadAttention(4, -1), "d_out=-1"),
+        (lambda: CausalAttention(0, 4, 8), "d_in=0"),
+        (lambda: CausalAttention(4, 0, 8), "d_out=0"),
+        (lambda: MultiHeadAttention(8, 2, 0), "context_length=0"),
+        (lambda: MultiHeadSelfAttention(8, 2, -3), "context_length=-3"),
+        (lambda: MultiHeadSelfAttention(8, 2, 8, mask_kind="sliding", window=0), "window=0"),
+    ],
+)
+def test_module_sizes_below_one_are_named_in_the_error(call, name):
+    with raises(ValueError, name, "must be a whole number >= 1"):
+        call()
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_single_head_bias_flag_switches_all_three_projections(qkv_bias):
+    head = SingleHeadAttention(4, 6, qkv_bias=qkv_bias)
+    biased = {n.removesuffix(".bias") for n, _ in head.named_parameters() if n.endswith("bias")}
+    assert biased == ({"W_q", "W_k", "W_v"} if qkv_bias else set())
+    assert not any(n.endswith("bias") for n, _ in SingleHeadAttention(4, 6).named_parameters())
+
+
+def test_a_causal_block_asks_sdpa_for_its_causal_kernel_and_others_pass_their_mask(monkeypatch):
+    """``is_causal=True`` lets SDPA skip the blocked half; other kinds must pass ~mask."""
+    calls = []
+    sdpa = F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return sdpa(*args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    x = torch.randn(B, T, D)  # (B, T, D)
+    MultiHeadSelfAttention(D, H, CONTEXT).eval()(x)
+    sliding = MultiHeadSelfAttention(D, H, CONTEXT, mask_kind="sliding", window=2).eval()
+    sliding(x)
+    assert calls[0].get("is_causal") is True and calls[0].get("attn_mask") is None
+    allowed = ~sliding_window_mask(T, 2)  # (T, T), SDPA's convention: True = may attend
+    assert not calls[1].get("is_causal") and torch.equal(calls[1]["attn_mask"], allowed)
+
+
+# --- _checks.py: the messages keep both halves, the value and the fix ------------------
+
+
+def test_d_model_smaller_than_n_heads_is_told_the_smallest_size_that_works():
+    with pytest.raises(ValueError) as caught:
+        MultiHeadAttention(2, 4, 8)
+    assert str(caught.value).endswith("of n_heads (for example d_model=4)")
+
+
+@pytest.mark.parametrize(
+    "shape, tail",
+    [
+        ((5, 8), " add a batch dimension with x.unsqueeze(0)"),
+        ((1, 1, 5, 8), " reshape it to rank 3"),
+    ],
+)
+def test_input_of_the_wrong_rank_gets_the_whole_message(shape, tail):
+    with pytest.raises(ValueError) as caught:
+        MultiHeadAttention(8, 2, 8)(torch.randn(shape))
+    assert str(caught.value) == (
+        f"x has shape {shape} (rank {len(shape)}), but attention modules take "
+        f"(B, T, D) = (batch, time, features);{tail}"
+    )
