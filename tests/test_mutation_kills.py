@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from attention_lab.functional import attention
 from attention_lab.fused import MultiHeadSelfAttention
 from attention_lab.heads import CausalAttention, SingleHeadAttention
 from attention_lab.masks import build_mask, causal_mask, no_mask, sliding_window_mask
@@ -222,4 +223,63 @@ def test_input_of_the_wrong_rank_gets_the_whole_message(shape, tail):
     assert str(caught.value) == (
         f"x has shape {shape} (rank {len(shape)}), but attention modules take "
         f"(B, T, D) = (batch, time, features);{tail}"
+    )
+
+
+def _reference_attention(q, k, v, blocked):
+    """softmax(q kᵀ / sqrt(d)) v with a loop over (query, key) pairs: no broadcasting tricks."""
+    T_q, T_k = q.shape[-2], k.shape[-2]
+    scores = torch.empty(*q.shape[:-1], T_k)  # (..., T_q, T_k)
+    for i in range(T_q):
+        for j in range(T_k):
+            s = (q[..., i, :] * k[..., j, :]).sum(-1) / q.shape[-1] ** 0.5
+            scores[..., i, j] = s.masked_fill(torch.tensor(blocked(i, j)), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v  # (..., T_q, d_v)
+
+
+@pytest.mark.parametrize(
+    "mask_shape, blocked",
+    [
+        ((4, 6), lambda i, j: j > i + 2),  # one row per query and one column per key
+        ((1, 6), lambda i, j: j in (0, 3)),  # a key padding mask: the same row for every query
+        ((4, 1), lambda i, j: False),  # one flag per query, broadcast over the keys
+    ],
+)
+def test_masks_broadcast_over_queries_or_keys_when_t_q_differs_from_t_k(mask_shape, blocked):
+    q = torch.randn(2, 4, 3)  # (B, T_q, d_k)
+    k, v = torch.randn(2, 2, 6, 3).unbind(0)  # 2 x (B, T_k, d_k)
+    rows, cols = mask_shape
+    mask = torch.tensor([[blocked(i, j) for j in range(cols)] for i in range(rows)])
+    out, weights = attention(q, k, v, mask)  # (B, T_q, d_k), (B, T_q, T_k)
+    torch.testing.assert_close(out, _reference_attention(q, k, v, blocked))
+    assert weights.shape == (2, 4, 6)
+
+
+def test_a_mask_of_the_wrong_rank_type_or_length_is_refused_in_words():
+    q = torch.randn(2, 4, 3)  # (B, T_q, d_k)
+    k = torch.randn(2, 5, 3)  # (B, T_k, d_k)
+    cases = [
+        (torch.zeros(5, dtype=torch.bool), ValueError, "mask has shape (5,), but the scores"),
+        (torch.zeros(4, 6, dtype=torch.bool), ValueError, "slice it with mask[:4, :5]"),
+        ([[False] * 5] * 4, TypeError, "mask must be a torch.Tensor of dtype bool, got list"),
+    ]
+    for mask, exc, fragment in cases:
+        with raises(exc, fragment):
+            attention(q, k, k, mask)
+    with pytest.raises(TypeError) as caught:
+        attention(q, k, k, torch.zeros(4, 5))
+    assert str(caught.value) == (
+        "mask has dtype torch.float32; it must be torch.bool with True = blocked "
+        "(build one with attention_lab.causal_mask, or convert with mask.bool())"
+    )
+
+
+def test_a_mask_whose_leading_dimensions_do_not_fit_says_which_would():
+    q = torch.randn(2, 4, 3)  # (B, T_q, d_k): scores are (2, 4, 5)
+    k = torch.randn(2, 5, 3)  # (B, T_k, d_k)
+    with pytest.raises(ValueError) as caught:
+        attention(q, k, k, torch.zeros(3, 4, 5, dtype=torch.bool))
+    assert str(caught.value) == (
+        "mask has shape (3, 4, 5), which does not broadcast to the scores (2, 4, 5); "
+        "pass a (4, 5) mask, or give it leading dimensions of size 1 or equal to (2,)"
     )
