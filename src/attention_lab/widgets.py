@@ -59,11 +59,11 @@ ALL_HEADS = -1  # value of the ``head`` control that shows every head
 TRAIN_SETTINGS = {"epochs": 2, "n_rows": 1024, "batch_size": 32, "lr": 1e-2}
 SEED = 0
 # The live picture: shown at up to CSS_DPI CSS pixels per inch of the figure, rendered with
-# PIXEL_RATIO times as many pixels. 1.6 keeps it sharp at 150 % zoom and on a 1920 px
-# projector while an 8-head redraw stays well inside the 300 ms a reader tolerates on a
-# 2-core laptop (2.0 costs 1.6x the pixels to paint and encode).
+# PIXEL_RATIO times as many pixels: 1.5 is one image pixel per screen pixel at 150 % zoom
+# (sharp there and on a 1920 px projector), while an 8-head redraw stays inside the 300 ms
+# a reader tolerates on a 2-core laptop (2.0 costs 1.8x the pixels to paint and encode).
 CSS_DPI = 100
-PIXEL_RATIO = 1.6
+PIXEL_RATIO = 1.5
 RENDER_DPI = round(CSS_DPI * PIXEL_RATIO)
 DIAGRAM_CSS_DPI = 80  # the head-split diagram is shown a little smaller than the heatmaps
 
@@ -191,6 +191,19 @@ def _in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
+def _from_the_page() -> bool:
+    """Whether the code runs because a reader moved a control in the page (a widget
+    message), not because a notebook cell runs: only then is there a page to show a
+    progress bar in (cells that train keep their stored outputs free of progress bars)."""
+    try:
+        from IPython import get_ipython
+
+        parent = get_ipython().kernel.get_parent()
+        return parent["header"]["msg_type"] == "comm_msg"
+    except Exception:  # noqa: BLE001 -- no kernel, or an older one: no progress bar
+        return False
+
+
 def _later(callback) -> bool:
     """Run ``callback`` once the kernel has sent what it is doing now; False outside a kernel
     (there is no event loop to wait for: the caller runs it at once)."""
@@ -282,15 +295,9 @@ class AttentionExplorer(widgets.VBox):
         self.trained = widgets.ToggleButtons(
             options=[("untrained", False), ("trained", True)],
             value=trained,
-            description="model",
-            style=label,
         )
-        self.task = widgets.ToggleButtons(
-            options=TASKS, value=task, description="task", style=label
-        )
-        self.mask = widgets.ToggleButtons(
-            options=MASK_CHOICES, value=mask, description="mask", style=label
-        )
+        self.task = widgets.ToggleButtons(options=TASKS, value=task)
+        self.mask = widgets.ToggleButtons(options=MASK_CHOICES, value=mask)
         self.window = widgets.IntSlider(
             value=window, min=1, max=CONTEXT_LENGTH, description="window", **slider
         )
@@ -338,6 +345,7 @@ class AttentionExplorer(widgets.VBox):
         self._metrics_cache: dict[tuple, str] = {}
         self._diagrams: dict[tuple, bytes] = {}  # (T, D, H) -> the PNG
         self._diagram_key: tuple | None = None  # the size the diagram should show
+        self._metrics_key: tuple | None = None  # (model, history, task) on show
         self._with_diagram = diagram
         if not diagram:
             self.diagram.layout.display = "none"
@@ -350,8 +358,11 @@ class AttentionExplorer(widgets.VBox):
         controls = widgets.HBox(
             [
                 widgets.HBox([self.n_heads, self.d_model, self.head], layout=wrap()),
-                widgets.HBox([self.trained, self.task], layout=wrap()),
-                widgets.HBox([self.mask, self.window], layout=wrap()),
+                widgets.HBox(
+                    [_labelled("model", self.trained), _labelled("task", self.task)],
+                    layout=wrap(),
+                ),
+                widgets.HBox([_labelled("mask", self.mask), self.window], layout=wrap()),
                 self.sequence,
             ],
             layout=widgets.Layout(flex_flow="row wrap", align_items="center"),
@@ -464,8 +475,8 @@ class AttentionExplorer(widgets.VBox):
         return self._models[key]
 
     def _train(self, task, d_model, n_heads, mask, window) -> tuple[TinyLM, TrainHistory]:
-        """Train one setting; in a kernel the progress bar shows in ``progress`` meanwhile."""
-        if not _in_kernel():
+        """Train one setting; asked from the page, its progress bar shows in ``progress``."""
+        if not _from_the_page():
             return train_setting(task, d_model, n_heads, mask, window)
         self.progress.layout.display = None
         try:
@@ -521,15 +532,27 @@ class AttentionExplorer(widgets.VBox):
             f"<b>{_count(s['n_heads'], 'head')} · d_head = {d_head}</b> · "
             f"{_count(len(heads), 'panel')}"
         )
-        key = (id(model), s["task"])
+        self.message.value = ""
+        # the read-outs beside the picture: at once when known, else once the picture is out
+        self._metrics_key = (model, history, s["task"])
+        self._diagram_key = (T, s["d_model"], s["n_heads"])
+        known = (id(model), s["task"]) in self._metrics_cache and (
+            self._diagram_key in self._diagrams or not self._with_diagram
+        )
+        if known or not _later(self._draw_readouts):
+            self._draw_readouts()
+
+    def _draw_readouts(self) -> None:
+        """Show the loss and accuracy, and the head-split diagram, for the setting on show."""
+        if self.message.value != "" or self._metrics_key is None:
+            return  # a problem is on show instead
+        model, history, task = self._metrics_key
+        key = (id(model), task)
         if key not in self._metrics_cache:
-            self._metrics_cache[key] = self._metrics_html(model, history, s["task"])
+            self._metrics_cache[key] = self._metrics_html(model, history, task)
         self.metrics.value = self._metrics_cache[key]
         self.metrics.layout.display = None
-        self.message.value = ""
-        self._diagram_key = (T, s["d_model"], s["n_heads"])
-        if self._diagram_key in self._diagrams or not _later(self._draw_diagram):
-            self._draw_diagram()
+        self._draw_diagram()
 
     @staticmethod
     def _show(image: widgets.Image, png: bytes, pixel_dpi: float, css_dpi: float) -> None:
@@ -577,7 +600,9 @@ class AttentionExplorer(widgets.VBox):
         if self.weights is None:
             raise ValueError("the explorer has not drawn anything yet; fix the message first")
         tokens, titles, suptitle = self._labels
-        return plot_heads(self.weights, tokens=tokens, titles=titles, suptitle=suptitle)
+        return plot_heads(
+            self.weights, tokens=tokens, titles=titles, suptitle=suptitle, mask=self.mask_shown
+        )
 
     def _grid(self, n_panels: int, tokens: list[str]) -> HeadGrid:
         key = (n_panels, tuple(tokens))
@@ -616,6 +641,13 @@ class AttentionExplorer(widgets.VBox):
             f"accuracy: {history.final_accuracy:.1%}<br>"
             f"before training: {history.initial_loss:.2f} (chance {chance:.2f})"
         )
+
+
+def _labelled(text: str, control: widgets.Widget) -> widgets.HBox:
+    """``control`` with a label in front, in line with the sliders' descriptions. (Toggle
+    buttons' own description goes above the buttons when the row is narrow.)"""
+    label = widgets.Label(text, layout=widgets.Layout(width="64px", flex="0 0 auto"))
+    return widgets.HBox([label, control], layout=widgets.Layout(align_items="center"))
 
 
 def _count(n: int, noun: str) -> str:
