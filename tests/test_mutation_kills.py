@@ -283,3 +283,43 @@ def test_a_mask_whose_leading_dimensions_do_not_fit_says_which_would():
         "mask has shape (3, 4, 5), which does not broadcast to the scores (2, 4, 5); "
         "pass a (4, 5) mask, or give it leading dimensions of size 1 or equal to (2,)"
     )
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: CausalAttention(8, 8, context_length=1.0),
+            "context_length=1.0 must be a whole number >= 1; pass context_length=1",
+        ),
+        (
+            lambda: sliding_window_mask(6, 0.5),
+            "window=0.5 must be a whole number >= 1; pass a positive int, e.g. window=8",
+        ),
+        (
+            lambda: MultiHeadAttention(0, 2, 8),
+            "d_model=0 must be a whole number >= 1; pass a positive int, e.g. d_model=32",
+        ),
+    ],
+)
+def test_a_size_error_says_the_int_to_pass(call, message):
+    with pytest.raises(ValueError) as caught:
+        call()
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("dropout", ["0.1", None])
+def test_dropout_that_is_not_a_number_is_refused_with_the_range(dropout):
+    with pytest.raises(ValueError) as caught:
+        CausalAttention(8, 8, 8, dropout=dropout)
+    assert str(caught.value) == (
+        f"dropout={dropout!r} must be in [0, 1): it is the probability of dropping an attention "
+        "weight; use 0.0 to switch dropout off"
+    )
+
+
+def test_a_sequence_of_exactly_context_length_is_accepted_and_one_more_is_not():
+    module = MultiHeadAttention(8, 2, 6).eval()
+    assert module(torch.randn(1, 6, 8)).shape == (1, 6, 8)
+    with raises(ValueError, "x has T=7 positions, more than context_length=6"):
+        module(torch.randn(1, 7, 8))
