@@ -323,3 +323,12 @@ def test_a_sequence_of_exactly_context_length_is_accepted_and_one_more_is_not():
     assert module(torch.randn(1, 6, 8)).shape == (1, 6, 8)
     with raises(ValueError, "x has T=7 positions, more than context_length=6"):
         module(torch.randn(1, 7, 8))
+
+
+def test_integer_input_is_told_to_go_through_an_embedding_in_one_whole_sentence():
+    with pytest.raises(TypeError) as caught:
+        SingleHeadAttention(8, 4)(torch.zeros(1, 3, 8, dtype=torch.int64))
+    assert str(caught.value) == (
+        "x has dtype torch.int64, but attention needs floating-point vectors; "
+        "token ids go through an nn.Embedding first (or call .float() on real-valued data)"
+    )

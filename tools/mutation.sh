@@ -5,6 +5,8 @@
 #
 #   tools/mutation.sh                  # run (or resume) and print killed / survived / score
 #   tools/mutation.sh --max-children 1 # fewer workers (default 2)
+#   tools/mutation.sh NAME...          # re-test these mutants only (names as `mutmut results`
+#                                      # prints them; globs such as 'attention_lab.fused*' work)
 #
 # The configuration (modules, test selection) is the [mutmut] section of setup.cfg.
 # Everything happens in a copy under build/mutation/ (gitignored), so the working tree never
@@ -25,9 +27,9 @@ cp -rp "$ROOT/src" "$ROOT/tests" "$ROOT/pyproject.toml" "$ROOT/setup.cfg" "$WORK
 find "$WORK/src" "$WORK/tests" -name __pycache__ -prune -exec rm -rf {} +
 cd "$WORK"
 children=2
-if [ "${1:-}" = "--max-children" ]; then children="$2"; fi
+if [ "${1:-}" = "--max-children" ]; then children="$2"; shift 2; fi
 start=$(date +%s)
-"$MUTMUT" run --max-children "$children" || true   # its exit code is not the verdict; the score is
+"$MUTMUT" run --max-children "$children" "$@" || true   # its exit code is not the verdict; the score is
 "$MUTMUT" export-cicd-stats >/dev/null
 "$PY" - "$(( $(date +%s) - start ))" <<'PY'
 import json, sys
