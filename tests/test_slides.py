@@ -201,6 +201,22 @@ def test_assign_is_idempotent_and_keeps_hand_set_values():
     ]
 
 
+def test_a_predict_question_opens_a_screen_of_its_own():
+    nb = _toy_notebook()
+    nb.cells.insert(6, _cell("markdown", "**Predict.** What will `x.sum()` print? Commit first."))
+    slides.assign(nb)
+    assert slides.slide_type(nb.cells[6]) == "subslide"
+    assert slides.slide_type(nb.cells[7]) in ("fragment", "-")  # the code follows on it
+
+
+@pytest.mark.parametrize("path", CHAPTER, ids=lambda p: p.stem)
+def test_every_predict_question_of_the_chapter_opens_a_subslide(path):
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and cell.source.lstrip().startswith(slides.PREDICT):
+            assert slides.slide_type(cell) == "subslide", f"{path.name} cell {i}"
+
+
 def test_assign_fills_in_a_cell_added_later():
     nb = _toy_notebook()
     slides.assign(nb)

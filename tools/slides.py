@@ -18,10 +18,12 @@ How `assign` chooses (first rule that matches wins; one cell is one unit, never 
  2. A markdown cell that starts with `#` (title) or `##` (section) -> slide; with `###` -> subslide.
     A markdown cell with a `##`/`###` heading further down -> slide/subslide as well: the new
     idea starts there (such a cell should be split by its author; `check` lists it if too big).
- 3. A markdown cell with no heading and more than LONG_PROSE_LINES non-blank lines, and no
+ 3. A predict-then-run question (a markdown cell that starts with "**Predict.") -> subslide:
+    the class reads the question on a screen of its own; the code and its answer follow it.
+ 4. A markdown cell with no heading and more than LONG_PROSE_LINES non-blank lines, and no
     question in it (no `?` outside code, no <details>) -> notes: the teacher says it, the
     slide keeps the code and the picture.
- 4. Any other cell joins the current slide when the slide still fits (at most
+ 5. Any other cell joins the current slide when the slide still fits (at most
     MAX_MARKDOWN_LINES non-blank markdown lines, MAX_CODE_LINES code lines, and an estimated
     SLIDE_HEIGHT_LINES rendered lines counting printed output and figures); a code cell right
     after prose joins as a fragment (the class reads the question, then the code and its
@@ -50,6 +52,7 @@ DECK_DIR = ROOT / "teaching" / "deck"  # template + vendored reveal.js and MathJ
 DEFAULT_OUT = ROOT / "build" / "slides"
 
 SLIDE_TYPES = ("slide", "subslide", "fragment", "-", "skip", "notes")
+PREDICT = "**Predict."  # a predict-then-run question starts its own screen
 MAX_MARKDOWN_LINES = 15  # non-blank markdown lines on one slide or subslide
 MAX_CODE_LINES = 25  # code lines on one slide or subslide
 LONG_PROSE_LINES = 15  # a heading-less markdown cell longer than this becomes speaker notes
@@ -181,7 +184,7 @@ class _Slide:
 
 
 def choose(cell, slide: _Slide, before_first_section: bool) -> str:
-    """The slide type rule 1-4 of the module docstring gives `cell` (see there)."""
+    """The slide type rule 1-5 of the module docstring gives `cell` (see there)."""
     if is_badge(cell):
         return "skip"
     if cell.cell_type == "code":
@@ -191,6 +194,8 @@ def choose(cell, slide: _Slide, before_first_section: bool) -> str:
         levels = heading_levels(cell.source)
         if levels:
             return "slide" if min(levels) <= 2 else "subslide"
+        if cell.source.lstrip().startswith(PREDICT):
+            return "subslide"
         if nonblank_lines(cell.source) > LONG_PROSE_LINES and not has_question(cell.source):
             return "notes"
     else:  # raw cells carry no teaching content
