@@ -38,9 +38,33 @@ def strip_timestamps(nb) -> None:
         cell.metadata.pop("execution", None)
 
 
+def merge_streams(nb) -> None:
+    """Join neighbouring stream outputs of the same stream (stdout, stderr) into one.
+
+    How a cell's prints arrive in pieces depends on the machine's load; joined, the stored
+    notebook is the same from run to run (nbval joins them too before comparing).
+    """
+    for cell in nb.cells:
+        merged = []
+        for out in cell.get("outputs", []):
+            last = merged[-1] if merged else None
+            if (
+                last is not None
+                and out.output_type == last.output_type == "stream"
+                and out.name == last.name
+            ):
+                last.text += out.text
+            else:
+                merged.append(out)
+        if cell.cell_type == "code":
+            cell.outputs = merged
+
+
 def write_clean(nb, path: Path) -> None:
-    """Save ``nb`` without execution timestamps (every tool that writes notebooks uses this)."""
+    """Save ``nb`` without execution timestamps and with joined stream outputs (every tool
+    that writes notebooks uses this)."""
     strip_timestamps(nb)
+    merge_streams(nb)
     nbformat.write(nb, path)
 
 
