@@ -64,36 +64,40 @@ def test_conversions_keep_the_device_of_the_weights():
         assert {p.device.type for p in module.parameters()} == {"meta"}, type(module).__name__
 
 
+def _message(exc, call) -> str:
+    with pytest.raises(exc) as caught:
+        call()
+    return str(caught.value)
+
+
 def test_to_torch_refusals_say_what_to_do_instead():
-    with raises(
-        ValueError,
-        "to_torch() converts causal blocks only",
-        "mask_kind='none'",
-        "nn.MultiheadAttention keeps no mask: copy the ",
-        "weights yourself and pass attn_mask=block.mask[:T, :T] on every call",
-    ):
-        MultiHeadSelfAttention(D, H, CONTEXT, mask_kind="none").to_torch()
-    with raises(
-        ValueError,
-        "one bias flag for both projections",
-        "qkv_bias=True and out_bias=False",
-        "build the block with ",
-        "qkv_bias == out_bias to convert it",
-    ):
-        MultiHeadSelfAttention(D, H, CONTEXT, qkv_bias=True, out_bias=False).to_torch()
+    unmasked = MultiHeadSelfAttention(D, H, CONTEXT, mask_kind="none")
+    assert _message(ValueError, unmasked.to_torch) == (
+        "to_torch() converts causal blocks only; this block has mask_kind='none'. "
+        "nn.MultiheadAttention keeps no mask: copy the weights yourself and pass "
+        "attn_mask=block.mask[:T, :T] on every call"
+    )
+    one_bias = MultiHeadSelfAttention(D, H, CONTEXT, qkv_bias=True, out_bias=False)
+    assert _message(ValueError, one_bias.to_torch) == (
+        "nn.MultiheadAttention has one bias flag for both projections, but this block has "
+        "qkv_bias=True and out_bias=False; build the block with qkv_bias == out_bias to "
+        "convert it"
+    )
 
 
 def test_from_torch_refusals_name_what_converts():
-    with raises(
-        ValueError,
-        "only a plain nn.MultiheadAttention converts: kdim == vdim == embed_dim, ",
-        "add_bias_kv=False and add_zero_attn=False",
-    ):
-        MultiHeadSelfAttention.from_torch(nn.MultiheadAttention(D, H, add_zero_attn=True), CONTEXT)
-    with raises(TypeError, "expected torch.nn.MultiheadAttention, got Linear"):
-        MultiHeadSelfAttention.from_torch(nn.Linear(D, D), CONTEXT)
-    with raises(TypeError, "expected attention_lab.MultiHeadAttention, got Linear"):
-        MultiHeadSelfAttention.from_separate(nn.Linear(D, D))
+    zero_attn = nn.MultiheadAttention(D, H, add_zero_attn=True)
+    assert _message(ValueError, lambda: MultiHeadSelfAttention.from_torch(zero_attn, 4)) == (
+        "only a plain nn.MultiheadAttention converts: kdim == vdim == embed_dim, "
+        "add_bias_kv=False and add_zero_attn=False"
+    )
+    linear = nn.Linear(D, D)
+    assert _message(TypeError, lambda: MultiHeadSelfAttention.from_torch(linear, 4)) == (
+        "expected torch.nn.MultiheadAttention, got Linear"
+    )
+    assert _message(TypeError, lambda: MultiHeadSelfAttention.from_separate(linear)) == (
+        "expected attention_lab.MultiHeadAttention, got Linear"
+    )
 
 
 @pytest.mark.parametrize(
@@ -331,4 +335,24 @@ def test_integer_input_is_told_to_go_through_an_embedding_in_one_whole_sentence(
     assert str(caught.value) == (
         "x has dtype torch.int64, but attention needs floating-point vectors; "
         "token ids go through an nn.Embedding first (or call .float() on real-valued data)"
+    )
+
+
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+def test_attention_names_the_argument_that_is_not_floating_point(which):
+    tensors = dict(zip("qkv", torch.randn(3, 2, 4, 3).unbind(0)))  # 3 x (B, T, d)
+    tensors[which] = tensors[which].long()
+    with raises(TypeError, f"{which} has dtype torch.int64, but attention needs floating-point"):
+        attention(tensors["q"], tensors["k"], tensors["v"])
+
+
+def test_attention_shape_mismatches_are_told_in_whole_sentences():
+    q = torch.randn(2, 4, 3)  # (B, T_q, d_k)
+    assert _message(ValueError, lambda: attention(q, torch.randn(2, 4, 6), q)) == (
+        "q has d_k=3 but k has d_k=6; queries and keys must have "
+        "the same last dimension to take their dot product"
+    )
+    k, v = torch.randn(2, 5, 3), torch.randn(2, 4, 3)  # (B, T_k, d), (B, T_v, d)
+    assert _message(ValueError, lambda: attention(q, k, v)) == (
+        "k has 5 positions but v has 4; each key needs one value"
     )
