@@ -11,7 +11,7 @@ import operator
 import torch
 
 
-def as_size(name: str, value) -> int | None:
+def as_size(value) -> int | None:
     """``value`` as a Python int when it is an integer of any kind (``operator.index``), else None.
 
     Python ints, NumPy integers and 0-d integer tensors are sizes; bools and floats are not.
@@ -42,7 +42,7 @@ EXAMPLES = {"n_heads": 4, "d_model": 32}
 
 def check_positive(name: str, value) -> int:
     """Return ``value`` as an int >= 1, or raise a ValueError that names it and the fix."""
-    size = as_size(name, value)
+    size = as_size(value)
     if size is None or size < 1:
         fix = (
             f"pass {name}={int(value)}"

@@ -70,7 +70,7 @@ MAX_D = 128
 
 def _size(name: str, value, low: int = 1, high: int | None = None, example: int = 8) -> int:
     """``value`` as an int in [low, high], or a ValueError naming it and the fix."""
-    size = as_size(name, value)
+    size = as_size(value)
     if size is None or size < low or (high is not None and size > high):
         where = f"between {low} and {high}" if high is not None else f">= {low}"
         raise ValueError(

@@ -59,9 +59,9 @@ class MultiHeadSelfAttention(nn.Module):
         self.d_model, self.n_heads = int(d_model), int(n_heads)
         self.context_length = check_positive("context_length", context_length)
         self.dropout = nn.Dropout(check_dropout(dropout))
-        mask = build_mask(mask_kind, self.context_length, window)  # (ctx, ctx), True = blocked
-        self.mask_kind = mask_kind
         self.window = None if window is None else check_positive("window", window)
+        mask = build_mask(mask_kind, self.context_length, self.window)  # (ctx, ctx), True = blocked
+        self.mask_kind = mask_kind
         self.qkv = nn.Linear(self.d_model, 3 * self.d_model, bias=qkv_bias)
         self.out_proj = nn.Linear(self.d_model, self.d_model, bias=out_bias)
         self.register_buffer("mask", mask, persistent=False)
