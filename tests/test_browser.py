@@ -414,6 +414,11 @@ def test_the_explorer_in_jupyterlab_with_the_file_browser_open(request, browser_
         if not browser_panel.is_visible():  # the default layout shows it; make sure
             page.locator("[data-id='filebrowser']").click()
         assert browser_panel.is_visible()
+        # a fresh JupyterLab may ask which kernel to start: the notebook's own (python3)
+        page.wait_for_timeout(3000)
+        select = page.locator(".jp-Dialog button.jp-mod-accept")
+        if select.is_visible():
+            select.click()
         page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
             timeout=PAGE_TIMEOUT_MS
         )
