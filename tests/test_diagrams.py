@@ -1,7 +1,8 @@
-"""The drawn diagrams (diagrams.py): what they draw matches the sizes asked for."""
+"""The drawn diagrams (the ``diagrams`` package): what they draw matches the sizes asked for."""
 
 from __future__ import annotations
 
+import inspect
 import io
 import time
 
@@ -112,8 +113,8 @@ def test_causal_mask_grid_blocks_exactly_the_cells_above_the_diagonal(T):
         j, i = cell.get_x() + 0.5, cell.get_y() + 0.5
         assert j > i
         assert cell.get_hatch() and to_hex(cell.get_facecolor()) == BLOCKED_COLOR.lower()
-    legend = fig.axes[0].get_legend()
-    assert [t.get_text() for t in legend.get_texts()][0] == "blocked"
+    key = [t.get_text() for t in fig.texts if t.get_gid() == "key"]
+    assert key[0] == "blocked"  # the drawn key names the grey, striped cells
 
 
 def test_mask_before_vs_after_writes_the_true_row_sums():
@@ -164,12 +165,15 @@ def test_qkv_flow_labels_every_box_with_its_shape():
     fig = diagrams.qkv_flow(T=6, D=32, d_head=8)
     found = texts(fig)
     for shape in (
-        "(T, D) = (6, 32)",
+        "x  (T, D) | (6, 32)",
         "W_q: (32, 8)",
         "W_k: (32, 8)",
         "W_v: (32, 8)",
-        "(T, d_head) = (6, 8)",
+        "Q  (T, d_head) | (6, 8)",
+        "K  (T, d_head) | (6, 8)",
+        "V  (T, d_head) | (6, 8)",
         "scores (6, 6)",
+        "weights  (T, T) | (6, 6)",
         "context (6, 8)",
         "√8 = 2.83",
     ):
@@ -262,3 +266,87 @@ def test_head_split_png_is_cached_per_size_and_is_the_same_picture():
     assert diagrams.head_split_png(6, 32, 4) is first  # second visit: from the cache
     assert diagrams.head_split_png(6, 32, 8) != first
     assert first == diagrams.head_split(6, 32, 4)._repr_png_()
+
+
+def texts_outside_their_box(fig) -> list[str]:
+    """Texts that start inside a drawn box but run past its edges (after a real draw)."""
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    bad = []
+    for ax in fig.axes:
+        boxes = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_gid()]
+        for text in ax.texts:
+            x, y = ax.transData.transform(text.get_position())
+            extent = text.get_window_extent(renderer)
+            for box in boxes:
+                edge = box.get_window_extent(renderer)
+                if edge.contains(x, y) and not (
+                    edge.x0 <= extent.x0 and extent.x1 <= edge.x1 and edge.y0 <= extent.y0
+                ):
+                    bad.append(f"{text.get_text()!r} in {box.get_gid()}")
+    return bad
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: diagrams.qkv_flow(6, 4, 4),
+        lambda: diagrams.qkv_flow(16, 512, 64),  # two- and three-digit sizes
+        lambda: diagrams.qkv_flow(128, 4096, 128),
+        lambda: diagrams.training_setup(64, 12, 32, 4),
+        lambda: diagrams.training_setup(50_000, 1024, 128, 8),
+    ],
+)
+def test_box_labels_fit_inside_their_boxes_even_with_long_sizes(make):
+    assert texts_outside_their_box(make()) == []
+
+
+def test_weighted_average_counts_only_terms_with_weight():
+    fig = diagrams.weighted_average([0.5, 0.5, 0.0], ["a", "b", "c"], query=1)
+    assert "(3 tokens, 2 with weight > 0)" in texts(fig)
+    assert "(2 terms)" in texts(diagrams.weighted_average([0.5, 0.5], ["a", "b"]))
+
+
+def test_dropout_label_sits_below_the_rows_clear_of_the_arrows():
+    fig = diagrams.dropout_row(np.full(6, 1 / 6), 0.5)
+    (ax,) = fig.axes
+    (label,) = [t for t in ax.texts if t.get_text().startswith("keep each")]
+    lowest_cell = min(p.get_y() for p in ax.patches if p.get_gid() in ("kept", "dropped"))
+    assert label.get_position()[1] < lowest_cell and label.get_va() == "top"
+
+
+# The module diagrams.py became a package (one module per lesson); notebooks and the explorer
+# import these names from ``attention_lab.diagrams``, with these signatures.
+OLD_PUBLIC_API = {
+    "causal_mask_grid": "(T: 'int') -> 'LabFigure'",
+    "draw_head_split": "(ax, T: 'int', D: 'int', H: 'int', B: 'int' = 1) -> 'list'",
+    "dropout_row": "(weights_row, p: 'float', seed: 'int' = 0) -> 'LabFigure'",
+    "head_rows": "(D: 'int', H: 'int', fused: 'bool' = False) -> 'LabFigure'",
+    "head_split": "(T: 'int', D: 'int', H: 'int', B: 'int' = 1, ax=None) -> 'LabFigure'",
+    "head_split_png": "(T: 'int', D: 'int', H: 'int', B: 'int' = 1) -> 'bytes'",
+    "mask_before_vs_after": "(scores) -> 'LabFigure'",
+    "qkv_flow": "(T: 'int', D: 'int', d_head: 'int') -> 'LabFigure'",
+    "tiled_softmax": "(T: 'int', tile: 'int', step: 'int | None' = None) -> 'LabFigure'",
+    "training_setup": "(vocab_size: 'int', T: 'int', D: 'int', H: 'int') -> 'LabFigure'",
+    "weighted_average": (
+        "(weights, tokens: 'Sequence[str] | None' = None, query=None) -> 'LabFigure'"
+    ),
+}
+OLD_CONSTANTS = {
+    "ARROW": "#444444",
+    "EDGE": "#333333",
+    "NEUTRAL": "#E8E8E8",
+    "MAX_HEADS": 8,
+    "MAX_D": 128,
+}
+
+
+def test_every_public_name_of_the_old_module_is_still_importable_with_its_signature():
+    import attention_lab.diagrams as package
+
+    for name, signature in OLD_PUBLIC_API.items():
+        assert str(inspect.signature(getattr(package, name))) == signature, name
+    for name, value in OLD_CONSTANTS.items():
+        assert getattr(package, name) == value
+    assert set(package.__all__) == set(OLD_PUBLIC_API) | set(OLD_CONSTANTS)
+    assert hasattr(package.head_split_png, "cache_info")  # still the cached PNG

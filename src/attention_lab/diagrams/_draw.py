@@ -1,0 +1,251 @@
+"""Shared pieces of the drawn diagrams: size checks, boxes, arrows, labels, grids.
+
+Speed (issue 10: a diagram renders in under 100 ms): drawing text is most of a diagram's
+cost, so the helpers here keep to fixed axes positions (no layout passes), hand-placed
+index labels instead of matplotlib's tick machinery, and a drawn key instead of a legend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.collections import LineCollection
+from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
+
+from .._checks import as_size
+from ..palette import (
+    BLOCKED_COLOR,
+    BLOCKED_HATCH_COLOR,
+    DPI,
+    LABEL_SIZE,
+    TEXT_COLOR,
+    TICK_SIZE,
+    TITLE_SIZE,
+    text_color_on,
+)
+from ..plotting import LabFigure
+
+EDGE = "#333333"  # box outlines
+NEUTRAL = "#E8E8E8"  # a box that belongs to no head
+ARROW = "#444444"
+MAX_HEADS = 8
+MAX_D = 128
+
+
+# -- checks -------------------------------------------------------------------------------
+
+
+def _size(name: str, value, low: int = 1, high: int | None = None, example: int = 8) -> int:
+    """``value`` as an int in [low, high], or a ValueError naming it and the fix."""
+    size = as_size(value)
+    if size is None or size < low or (high is not None and size > high):
+        where = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise ValueError(
+            f"{name}={value!r} must be a whole number {where} for this diagram; "
+            f"pass e.g. {name}={example}"
+        )
+    return size
+
+
+def _heads(D: int, H: int) -> int:
+    """Check D and H for a head diagram; return d_head = D // H."""
+    H = _size("n_heads", H, 1, MAX_HEADS, example=4)
+    D = _size("d_model", D, 1, MAX_D, example=32)
+    if D % H:
+        lower = (D // H) * H
+        hint = f"{lower} or {lower + H}" if lower else f"{H}"
+        raise ValueError(
+            f"d_model={D} is not divisible by n_heads={H}; pick d_model as a multiple of "
+            f"n_heads (for example d_model={hint})"
+        )
+    return D // H
+
+
+def _weights(values, name: str, ndim: int) -> np.ndarray:
+    if hasattr(values, "detach"):
+        values = values.detach().float().cpu().numpy()
+    w = np.asarray(values, dtype=float)
+    if w.ndim != ndim:
+        raise ValueError(
+            f"{name} has shape {w.shape}, expected {ndim} dimension{'s' * (ndim > 1)}; "
+            f"pick one row/matrix first, e.g. {name}[0]"
+        )
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} holds NaN or inf values; pass finite numbers")
+    return w
+
+
+# -- figures and axes ---------------------------------------------------------------------
+
+
+def _canvas(width: float, height: float, xlim, ylim, ax=None):
+    """A LabFigure with one frameless axes in data units (or the axes given)."""
+    if ax is None:
+        fig = LabFigure(figsize=(width, height), dpi=DPI)
+        ax = fig.add_axes((0.01, 0.01, 0.98, 0.98))
+    else:
+        fig = ax.figure
+        ax.clear()
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig, ax
+
+
+def _own_axes(width: float, height: float, top: float = 0.86):
+    fig = LabFigure(figsize=(width, height), dpi=DPI)
+    ax = fig.add_axes((0.01, 0.01, 0.98, top - 0.01))
+    return fig, ax
+
+
+def _title(fig, ax, text: str, own_figure: bool) -> None:
+    if own_figure:
+        fig.suptitle(text, fontsize=TITLE_SIZE, color=TEXT_COLOR, y=0.98)
+    else:
+        ax.set_title(text, fontsize=TITLE_SIZE, color=TEXT_COLOR)
+
+
+# -- boxes, arrows, labels ----------------------------------------------------------------
+
+
+def _box(ax, x, y, w, h, color=NEUTRAL, text="", size=TICK_SIZE, lw=1.2, gid=None, **kw):
+    """A filled rectangle with its lower left corner at (x, y) and centred text."""
+    rect = Rectangle((x, y), w, h, facecolor=color, edgecolor=EDGE, lw=lw, **kw)
+    if gid:
+        rect.set_gid(gid)
+    ax.add_artist(rect)
+    if text:
+        ax.text(
+            x + w / 2,
+            y + h / 2,
+            text,
+            ha="center",
+            va="center",
+            fontsize=size,
+            color=text_color_on(color) if color not in ("none", None) else TEXT_COLOR,
+        )
+    return rect
+
+
+def _arrow(ax, start, end, text="", lw=1.6, color=ARROW, side="above", size=TICK_SIZE, **kw):
+    arrow = FancyArrowPatch(
+        start, end, arrowstyle="-|>", mutation_scale=14, lw=lw, color=color, **kw
+    )
+    ax.add_artist(arrow)
+    if text:
+        mx, my = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
+        offset = 0.12 if side == "above" else -0.12
+        ax.text(
+            mx,
+            my + offset,
+            text,
+            ha="center",
+            va="bottom" if side == "above" else "top",
+            fontsize=size,
+            color=TEXT_COLOR,
+        )
+    return arrow
+
+
+def _label(ax, x, y, text, size=LABEL_SIZE, **kw):
+    kw.setdefault("ha", "center")
+    kw.setdefault("va", "center")
+    kw.setdefault("color", TEXT_COLOR)
+    return ax.text(x, y, text, fontsize=size, **kw)
+
+
+def _circle(x, y, r):
+    return Circle((x, y), r, facecolor="white", edgecolor=EDGE, lw=1.2)
+
+
+def _row_lines(ax, x, y, w, h, n_rows, color="white", lw=0.6, zorder=2.0) -> None:
+    """Thin lines between the rows of a matrix drawn at (x, y, w, h) (skipped when dense)."""
+    if n_rows < 2 or n_rows > 32:
+        return
+    ys = y + h * np.arange(1, n_rows) / n_rows
+    segments = [((x, yy), (x + w, yy)) for yy in ys]
+    ax.add_collection(
+        LineCollection(segments, colors=color, linewidths=lw, alpha=0.8, zorder=zorder)
+    )
+
+
+# -- T x T grids (04) ---------------------------------------------------------------------
+
+
+def _grid_axes(ax, T: int, cell: float, xlabel: str, ylabel: str | None) -> None:
+    """A T x T grid axes (``cell`` inches a cell), row 0 on top, indices every few cells,
+    the key index below the grid and (unless ``ylabel`` is None) the query index left of it.
+
+    The indices are plain texts rather than ticks: matplotlib's tick objects cost more
+    to build than the whole grid they label."""
+    ax.set_xlim(-0.5, T - 0.5)
+    ax.set_ylim(T - 0.5, -0.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    gap = 0.06 / cell  # 0.06 inch between the grid and its indices, in cells
+    every = -(-T // 12)
+    for k in range(0, T, every):
+        _label(ax, k, T - 0.5 + gap, str(k), size=TICK_SIZE, va="top", clip_on=False)
+        if ylabel is not None:
+            _label(ax, -0.5 - gap, k, str(k), size=TICK_SIZE, ha="right", clip_on=False)
+    _label(ax, (T - 1) / 2, T - 0.5 + 0.26 / cell, xlabel, va="top", clip_on=False)
+    if ylabel is not None:
+        digits = len(str(T - 1))
+        _label(
+            ax,
+            -0.5 - (0.14 + 0.08 * digits) / cell,
+            (T - 1) / 2,
+            ylabel,
+            rotation=90,
+            ha="right",
+            clip_on=False,
+        )
+
+
+def _blocked_cell(ax, i, j, **kw):
+    kw.setdefault("lw", 0.5)
+    cell = Rectangle(
+        (j - 0.5, i - 0.5),
+        1,
+        1,
+        facecolor=BLOCKED_COLOR,
+        edgecolor=BLOCKED_HATCH_COLOR,
+        hatch="///",
+        gid="blocked",
+        clip_on=False,
+        **kw,
+    )
+    ax.add_artist(cell)
+    return cell
+
+
+def _key(fig, x, y, entries, size=LABEL_SIZE) -> None:
+    """A legend drawn by hand at figure fraction (x, y) (top left), one entry a line:
+    ``(label, facecolor, hatch)``. Cheaper than ``legend()``, which lays out on every draw."""
+    w, h = fig.get_size_inches()
+    sw, sh = 0.22 / w, 0.22 / h  # a 0.22 inch swatch
+    for k, (label, face, hatch) in enumerate(entries):
+        top = y - k * 0.34 / h
+        fig.add_artist(
+            Rectangle(
+                (x, top - sh),
+                sw,
+                sh,
+                transform=fig.transFigure,
+                facecolor=face,
+                edgecolor=BLOCKED_HATCH_COLOR if hatch else EDGE,
+                hatch=hatch,
+                lw=0.8,
+                gid=f"key {label}",
+            )
+        )
+        fig.text(
+            x + sw + 0.08 / w,
+            top - sh / 2,
+            label,
+            ha="left",
+            va="center",
+            fontsize=size,
+            color=TEXT_COLOR,
+            gid="key",
+        )

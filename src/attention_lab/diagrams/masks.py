@@ -1,0 +1,233 @@
+"""The causal mask (notebook 04), masking before vs zeroing after softmax (04) and
+dropout on a row of weights (05). Blocked cells are grey and striped, never a weight."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.patches import Rectangle
+
+from ..palette import (
+    BLOCKED_COLOR,
+    BLOCKED_HATCH_COLOR,
+    BLOCKED_LABEL,
+    CMAP,
+    DPI,
+    LABEL_SIZE,
+    TEXT_COLOR,
+    TICK_SIZE,
+    TITLE_SIZE,
+    text_color_on,
+    weight_norm,
+)
+from ..plotting import LabFigure
+from ._draw import (
+    ARROW,
+    EDGE,
+    _arrow,
+    _blocked_cell,
+    _box,
+    _canvas,
+    _grid_axes,
+    _key,
+    _label,
+    _own_axes,
+    _size,
+    _title,
+    _weights,
+)
+
+# -- 04: the causal mask ------------------------------------------------------------------
+
+
+def causal_mask_grid(T: int) -> LabFigure:
+    """The T x T causal mask (notebook 04): query i may look at keys j <= i; the
+    T(T-1)/2 cells above the diagonal are blocked (grey, striped)."""
+    T = _size("T", T, 1, 32, example=6)
+    g = min(4.6, 0.6 + 0.42 * T)  # inches for the grid
+    width, height = g + 3.35, g + 1.5
+    fig = LabFigure(figsize=(width, height), dpi=DPI)
+    ax = fig.add_axes((1.1 / width, 0.75 / height, g / width, g / height))
+    for i in range(T):
+        for j in range(T):
+            if j > i:
+                _blocked_cell(ax, i, j)
+            else:
+                ax.add_artist(
+                    Rectangle(
+                        (j - 0.5, i - 0.5),
+                        1,
+                        1,
+                        facecolor="white",
+                        edgecolor=EDGE,
+                        lw=0.6,
+                        gid="allowed",
+                        clip_on=False,
+                    )
+                )
+    _grid_axes(ax, T, g / T, "key position j (looked at)", "query position i (looking)")
+    _key(
+        fig,
+        (1.1 + g + 0.25) / width,
+        1 - 0.75 / height,
+        [(BLOCKED_LABEL, BLOCKED_COLOR, "///"), ("allowed (j ≤ i)", "white", None)],
+    )
+    n = T * (T - 1) // 2
+    fig.suptitle(
+        f"Causal mask, T = {T}: {n} of {T * T} cells blocked",
+        fontsize=TITLE_SIZE,
+        color=TEXT_COLOR,
+        x=(1.1 + g / 2) / width,
+        y=1 - 0.15 / height,
+        va="top",
+    )
+    return fig
+
+
+def mask_before_vs_after(scores) -> LabFigure:
+    """ "Mask before softmax" (set future scores to -inf, then softmax: rows sum to 1)
+    beside "zero after softmax" (softmax, then zero the future: rows sum to less than 1),
+    with every weight and each row's sum written in (notebook 04). ``scores``: (T, T)."""
+    s = _weights(scores, "scores", 2)
+    T = s.shape[0]
+    if s.shape != (T, T):
+        raise ValueError(f"scores have shape {s.shape}; pass one square (T, T) matrix")
+    _size("T", T, 1, 8, example=5)
+    blocked = np.triu(np.ones((T, T), bool), 1)
+    before = np.exp(np.where(blocked, -np.inf, s) - s.max(axis=1, keepdims=True))
+    before /= before.sum(axis=1, keepdims=True)
+    after = np.exp(s - s.max(axis=1, keepdims=True))
+    after /= after.sum(axis=1, keepdims=True)
+    after = np.where(blocked, 0.0, after)
+    c = 0.55  # inches per cell: room for "0.00" at 10 pt
+    g = c * T
+    left, right = 0.8, 1.0  # inches: index labels and axis label; the row sums
+    panel = left + g + right
+    width, height = max(2 * panel + 0.3, 9.6), g + 2.25
+    x0 = (width - 2 * panel) / 2  # centre the pair
+    fig = LabFigure(figsize=(width, height), dpi=DPI)
+    titles = ("mask before softmax\n(-inf, then softmax)", "zero after softmax\n(softmax, then 0)")
+    norm = weight_norm()
+    cmap = CMAP.with_extremes(bad="none")
+    for k, (w, title) in enumerate(zip((before, after), titles)):
+        ax = fig.add_axes(((x0 + k * panel + left) / width, 0.95 / height, g / width, g / height))
+        ax.imshow(np.ma.masked_array(w, blocked), cmap=cmap, norm=norm, interpolation="nearest")
+        for i in range(T):
+            for j in range(T):
+                if blocked[i, j]:
+                    _blocked_cell(ax, i, j)
+                    continue
+                ax.text(
+                    j,
+                    i,
+                    f"{w[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=TICK_SIZE,
+                    color=text_color_on(CMAP(norm(w[i, j]))),
+                )
+            total = w[i].sum()
+            ok = abs(total - 1) < 5e-3
+            ax.text(
+                T - 0.35,
+                i,
+                f"sum {total:.2f}",
+                ha="left",
+                va="center",
+                fontsize=TICK_SIZE,
+                color="#117733" if ok else "#AA3377",
+                weight="bold",
+                gid="row sum",
+                clip_on=False,
+            )
+        # the right panel's rows line up with the left one's: its query indices would repeat
+        _grid_axes(ax, T, c, "key j", "query i" if k == 0 else None)
+        _label(ax, (T - 1) / 2, -0.6, title, size=TITLE_SIZE, va="bottom", clip_on=False)
+    _key(fig, (x0 + 0.1) / width, 0.4 / height, [(BLOCKED_LABEL, BLOCKED_COLOR, "///")])
+    fig.suptitle(
+        "The same scores, two ways to hide the future: only masking first keeps "
+        "every row summing to 1",
+        fontsize=TITLE_SIZE,
+        color=TEXT_COLOR,
+        y=1 - 0.1 / height,
+        va="top",
+    )
+    return fig
+
+
+# -- 05: dropout on a row of weights ------------------------------------------------------
+
+
+def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
+    """Dropout on one row of attention weights (notebook 05): which entries are dropped
+    (a fresh random draw each forward pass; here seeded by ``seed``) and how the
+    survivors are scaled by 1/(1-p), so the row keeps its expected sum."""
+    w = _weights(weights_row, "weights_row", 1)
+    T = len(w)
+    _size("T", T, 1, 16, example=6)
+    if not isinstance(p, (int, float)) or not 0.0 <= float(p) < 1.0:
+        raise ValueError(f"p={p!r} must be in [0, 1): the probability of dropping a weight")
+    rng = np.random.default_rng(seed)
+    keep = rng.random(T) >= p
+    scale = 1.0 / (1.0 - p)
+    out = np.where(keep, w * scale, 0.0)
+    cw = 1.05
+    fig, ax = _own_axes(max(7.0, 2.6 + 0.75 * T), 3.5, top=0.86)
+    _canvas(0, 0, (-2.3, T * cw + 1.9), (-0.6, 3.2), ax=ax)
+    norm = weight_norm()
+    for row_y, values, name in ((2.2, w, "weights"), (0.2, out, "after dropout")):
+        _label(ax, -0.15, row_y + 0.4, name, size=LABEL_SIZE, ha="right")
+        for j, v in enumerate(values):
+            x = j * cw
+            if row_y < 1 and not keep[j]:
+                cell = Rectangle(
+                    (x, row_y),
+                    cw * 0.92,
+                    0.8,
+                    facecolor=BLOCKED_COLOR,
+                    edgecolor=BLOCKED_HATCH_COLOR,
+                    hatch="xx",
+                    lw=0.8,
+                    gid="dropped",
+                )
+                ax.add_artist(cell)
+                _label(ax, x + cw * 0.46, row_y + 0.4, "0", size=TICK_SIZE, weight="bold")
+                continue
+            colour = CMAP(norm(min(v, 1.0)))
+            _box(
+                ax,
+                x,
+                row_y,
+                cw * 0.92,
+                0.8,
+                colour,
+                f"{v:.2f}",
+                lw=0.8,
+                gid="kept" if row_y < 1 else "weight",
+            )
+        _label(
+            ax,
+            T * cw + 0.1,
+            row_y + 0.4,
+            f"sum {values.sum():.2f}",
+            size=TICK_SIZE,
+            ha="left",
+            weight="bold",
+        )
+    for j in range(T):
+        x = j * cw + cw * 0.46
+        _arrow(ax, (x, 2.15), (x, 1.05), lw=1.0, color=ARROW if keep[j] else BLOCKED_COLOR)
+    _label(  # below the rows, clear of the arrows
+        ax,
+        T * cw / 2,
+        0.05,
+        f"keep each with probability 1 - p = {1 - p:.2f}, scale survivors by 1/(1-p) = {scale:.2f}",
+        size=TICK_SIZE,
+        va="top",
+    )
+    _title(
+        fig,
+        ax,
+        f"Dropout on one row of attention weights, p = {p:g} ({int((~keep).sum())} of {T} dropped)",
+        True,
+    )
+    return fig
