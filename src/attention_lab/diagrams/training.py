@@ -113,7 +113,7 @@ def tiled_softmax(T: int, tile: int, step: int | None = None) -> LabFigure:
     steps = range(n) if step is None else [step]
     cols = min(len(steps), 4)  # more than 4 steps wrap to a second row: readable at 900 px
     rows = -(-len(steps) // cols)
-    pw, ph = (2.3, 2.5) if step is None else (8.2, 3.4)  # inches per panel
+    pw, ph = (2.3, 2.5) if step is None else (8.2, 3.0)  # inches per panel
     width, height = max(7.0, cols * pw + 0.6), 0.6 + rows * ph + 0.45
     fig = LabFigure(figsize=(width, height), dpi=DPI)
     axes = []
