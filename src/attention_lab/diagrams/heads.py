@@ -25,7 +25,7 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
     d_head = _heads(D, H)
     T = _size("T", T, 1, 4096, example=8)
     B = _size("B", B, 1, 4096, example=1)
-    W, Ht, G = 2.4, 1.9, 1.8  # drawing width of D features, height of T positions, arrow gap
+    W, Ht, G = 2.4, 1.9, 2.0  # drawing width of D features, height of T positions, arrow gap
     y0 = 0.0
     _canvas(0, 0, (-0.45, 4 * W + 3 * G + 0.05), (-1.35, Ht + 0.75), ax=ax)
     patches = []

@@ -30,8 +30,8 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
     T = _size("T", T, 1, 100_000, example=8)
     d_head = _heads(D, H)
     fig, ax = _own_axes(12.0, 4.0, top=0.87)
-    _canvas(0, 0, (-0.1, 21.6), (-0.6, 5.0), ax=ax)
-    bw, bh = 3.2, 1.15
+    _canvas(0, 0, (-0.1, 23.0), (-0.6, 5.0), ax=ax)
+    bw, bh = 3.4, 1.15
 
     def node(x, y, name, shape, color=NEUTRAL, gid=None):
         _box(ax, x, y, bw, bh, color, gid=gid or name)
@@ -40,7 +40,7 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
         _label(ax, x + bw / 2, y + bh * 0.27, shape, size=TICK_SIZE, color=c)
 
     node(0.0, 1.6, "token ids", f"(B, T) = (B, {T})", gid="ids")
-    ex = 3.7
+    ex = 3.9
     node(ex, 3.3, "token embedding", f"({vocab_size}, {D}) table", gid="tok_emb")
     node(ex, -0.1, "position embedding", f"({T}, {D}) table", gid="pos_emb")
     _arrow(ax, (bw + 0.05, 2.4), (ex - 0.05, 3.8))
@@ -53,9 +53,9 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
     _label(ax, px, 2.17, "+", size=TITLE_SIZE + 2, weight="bold")
     _arrow(ax, (ex + bw + 0.05, 3.85), (px - 0.25, 2.45))
     _arrow(ax, (ex + bw + 0.05, 0.5), (px - 0.25, 1.9))
-    atx, aw = px + 1.3, 3.8
+    atx, aw = px + 1.9, 3.8
     _arrow(ax, (px + 0.35, 2.17), (atx - 0.05, 2.17))
-    _label(ax, (px + atx) / 2, 1.95, f"(B, T, {D})", size=TICK_SIZE - 1, va="top")
+    _label(ax, (px + 0.35 + atx) / 2, 1.95, f"(B, T, {D})", size=TICK_SIZE - 1, va="top")
     _box(ax, atx, 1.0, aw, 2.4, NEUTRAL, gid="attention")
     _label(ax, atx + aw / 2, 3.05, "multi-head attention", size=LABEL_SIZE, weight="bold")
     _label(ax, atx + aw / 2, 2.5, f"{H} causal heads\nd_head = {d_head}", size=TICK_SIZE)
