@@ -158,14 +158,17 @@ def _circle(x, y, r):
     return Circle((x, y), r, facecolor="white", edgecolor=EDGE, lw=1.2)
 
 
-def _row_lines(ax, x, y, w, h, n_rows, color="white", lw=0.6, zorder=2.0) -> None:
-    """Thin lines between the rows of a matrix drawn at (x, y, w, h) (skipped when dense)."""
+def _row_lines(ax, boxes, n_rows, color="white", lw=0.6, zorder=2.0) -> None:
+    """Thin lines between the rows of the matrices drawn at ``boxes`` [(x, y, w, h), ...]
+    (skipped when dense), as ONE LineCollection: building a collection costs more than
+    drawing it, so matrices at the same depth share one."""
     if n_rows < 2 or n_rows > 32:
         return
-    ys = y + h * np.arange(1, n_rows) / n_rows
-    segments = [((x, yy), (x + w, yy)) for yy in ys]
+    fractions = np.arange(1, n_rows) / n_rows
+    segments = [((x, y + h * f), (x + w, y + h * f)) for x, y, w, h in boxes for f in fractions]
     ax.add_collection(
-        LineCollection(segments, colors=color, linewidths=lw, alpha=0.8, zorder=zorder)
+        LineCollection(segments, colors=color, linewidths=lw, alpha=0.8, zorder=zorder),
+        autolim=False,
     )
 
 

@@ -42,12 +42,12 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
     def slices(x0, spread: float, title: str):
         """x as H coloured column slices, each d_head wide (pulled apart by ``spread``)."""
         w = (W - spread * (H - 1)) / H
-        for h in range(H):
-            x = x0 + h * (w + spread)
+        xs = [x0 + h * (w + spread) for h in range(H)]
+        for h, x in enumerate(xs):
             patches.append(_box(ax, x, y0, w, Ht, head_color(h), gid=f"head {h}", lw=0.8))
-            _row_lines(ax, x, y0, w, Ht, T)
             if spread:
                 _label(ax, x + w / 2, y0 + Ht + 0.05, str(h), size=TICK_SIZE, va="bottom")
+        _row_lines(ax, [(x, y0, w, Ht) for x in xs], T)
         _label(ax, x0 + W / 2, y0 + Ht + (0.45 if spread else 0.2), title, weight="bold")
 
     # 1) x: (B, T, D)
@@ -72,7 +72,7 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
         patches.append(
             _box(ax, x, y, card_w, card_h, head_color(h), gid=f"head {h}", lw=0.8, zorder=z)
         )
-        _row_lines(ax, x, y, card_w, card_h, T, zorder=z + 0.5)
+        _row_lines(ax, [(x, y, card_w, card_h)], T, zorder=z + 0.5)  # under the next card
     _label(ax, x2 + W / 2, y0 + Ht + 0.2, "a (T, d_head) matrix per head", weight="bold")
     shape(x2 + W / 2, "(B, H, T, d_head)", (B, H, T, d_head))
     _label(

@@ -140,12 +140,14 @@ def tiled_softmax(T: int, tile: int, step: int | None = None) -> LabFigure:
             _box(ax, 0.0, y, 0.7, (last - first) * unit, color, lw=0.9, gid=f"tile {gid}")
         y_read = 3.0 - (min(T, (s + 1) * tile) + s * tile) / 2 * unit
         _arrow(ax, (0.75, y_read), (1.35, 1.5), lw=1.4)
+        state = []  # (x, y, w, h) of m, l, acc: one row per query
         for k, (name, w) in enumerate((("m", 0.4), ("l", 0.4), ("acc", 0.9))):
             x = 1.45 + [0, 0.5, 1.0][k]
             if header:
                 _label(ax, x + w / 2, 3.2, name, size=TICK_SIZE, weight="bold")
             _box(ax, x, 0.0, w, 3.0, "#F3DCC4" if k < 2 else "#D5EBD3", lw=0.9, gid=f"state {name}")
-            _row_lines(ax, x, 0.0, w, 3.0, T, color="#777777", lw=0.4)
+            state.append((x, 0.0, w, 3.0))
+        _row_lines(ax, state, T, color="#777777", lw=0.4)
         first, last = s * tile, min(T, (s + 1) * tile) - 1
         _label(ax, 1.6, -0.35, f"step {s}: read keys {first}-{last}", size=TICK_SIZE)
         if step is not None:
