@@ -11,8 +11,8 @@ ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
              --ignore-glob='*/.ipynb_checkpoints/*'
 
-.PHONY: help lab lab-zh slides slides-html test unit nbval lint format demo bench explore \
-        exercises badges notebooks translations clean
+.PHONY: help lab lab-zh slides slides-html test test-colab unit nbval lint format demo bench \
+        explore exercises badges notebooks translations clean
 
 # `make lab LANG_EDITION=zh-CN` (or `make lab-zh`) opens the Simplified Chinese edition.
 LANG_EDITION ?=
@@ -23,9 +23,10 @@ LANG_ARGS := $(if $(LANG_EDITION),--LabApp.user_settings_dir=$(CURDIR)/share/jup
 help:
 	@echo "make lab        set up .venv and open the chapter in JupyterLab"
 	@echo "make test       set up .venv and run ruff, the unit tests and nbval over every notebook"
+	@echo "make test-colab the explorer under Colab's ipywidgets 7.7.1 (a second venv, .venv-colab)"
 	@echo "make demo       train the copy task from the command line (python -m attention_lab demo)"
 	@echo "make bench      measure speed and memory of every implementation; writes bench-results/"
-	@echo "make explore    serve the interactive explorer as an app with Voila"
+	@echo "make explore    serve the interactive explorer as an app with Voila (#presenter: big text)"
 	@echo "make exercises  regenerate the learner exercises notebook from the solutions"
 	@echo "make badges     rewrite Colab badges and install lines from pyproject's Repository URL"
 	@echo "make notebooks  re-run every notebook top to bottom and save its outputs"
@@ -61,6 +62,9 @@ test: $(STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
 	$(BIN)/python -m ruff format --check src tests tools
 	$(BIN)/python -m pytest tests notebooks $(PYTEST_NB)
+
+test-colab:
+	PYTHON=$(PYTHON) bash tools/colab_widgets_check.sh
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests

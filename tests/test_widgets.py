@@ -52,9 +52,9 @@ def assert_drawn(ex: AttentionExplorer) -> None:
     assert ex.message.value == "", ex.message.value
     assert ex.image.layout.display != "none"
     assert ex.image.value[:8] == b"\x89PNG\r\n\x1a\n"
-    # the PNG is the whole figure at RENDER_DPI
+    # the PNG is the whole figure at RENDER_DPI (matplotlib's canvas truncates to whole pixels)
     width, height = ex.figure.get_size_inches() * RENDER_DPI
-    assert png_size(ex.image.value) == (round(width), round(height))
+    assert png_size(ex.image.value) == (int(width), int(height))
 
 
 def test_the_figure_has_one_panel_per_head_titled_with_d_head(explorer):

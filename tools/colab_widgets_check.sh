@@ -29,7 +29,7 @@ if [[ ! -f $STAMP || constraints.txt -nt $STAMP || pyproject.toml -nt $STAMP || 
         >"$VENV/constraints-colab.txt"
     # the library's own dependencies (pyproject.toml) and what the checks below run
     "$BIN/python" -m pip install --quiet -c "$VENV/constraints-colab.txt" \
-        "${COLAB_WIDGETS[@]}" torch numpy matplotlib seaborn tqdm pillow \
+        "${COLAB_WIDGETS[@]}" torch numpy matplotlib tqdm pillow \
         ipykernel pytest nbval nbformat nbclient
     "$BIN/python" -m ipykernel install --sys-prefix --name python3 >/dev/null
     touch "$STAMP"

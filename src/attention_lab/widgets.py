@@ -653,13 +653,3 @@ def _labelled(text: str, control: widgets.Widget) -> widgets.HBox:
 def _count(n: int, noun: str) -> str:
     """``1 head``, ``4 heads``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def __getattr__(name: str):
-    # ``benchmark_explorer`` moved to attention_lab.explorer_bench; this keeps the old
-    # import working until every caller imports it from there.
-    if name == "benchmark_explorer":
-        from .explorer_bench import benchmark_explorer
-
-        return benchmark_explorer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
