@@ -11,7 +11,6 @@ from conftest import CONTEXT, B, D, H, T, assert_future_does_not_leak, make_modu
 from attention_lab import (
     MultiHeadAttention,
     MultiHeadSelfAttention,
-    build_mask,
     causal_mask,
     sliding_window_mask,
 )
