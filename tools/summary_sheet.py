@@ -1,15 +1,19 @@
 """One printable page that sums up the chapter, with every number computed by the library.
 
-    python tools/summary_sheet.py                 # teaching/summary.html (checked in)
-    python tools/summary_sheet.py --out DIR       # also DIR/summary.html
-    python tools/summary_sheet.py --out DIR --pdf # and DIR/summary.pdf (headless Chromium)
+    python tools/summary_sheet.py                 # teaching/summary.html and
+                                                  # teaching/zh-CN/summary.html (checked in)
+    python tools/summary_sheet.py --lang zh-CN    # only the Simplified Chinese page
+    python tools/summary_sheet.py --check         # fail if either checked-in page is stale
+    python tools/summary_sheet.py --out DIR       # also DIR/summary.html, DIR/zh-CN/summary.html
+    python tools/summary_sheet.py --out DIR --pdf # and the .pdf next to each (headless Chromium)
 
 Nothing on the sheet is typed in by hand: the shape walk is recorded from a real forward pass
 of ``attention_lab.MultiHeadSelfAttention`` (and checked equal to the block's own output), the
 parameter counts come from building the block and counting, each mask convention is found by
 running that API with ``causal_mask(T)`` and seeing whether True blocked or allowed, and the
 cost table uses ``attention_lab.cost``. tests/test_slides.py rebuilds the page and fails when
-teaching/summary.html is stale.
+teaching/summary.html is stale; tests/test_summary_sheet_zh.py does the same for the Simplified
+Chinese edition, teaching/zh-CN/summary.html (same numbers, same tables, Chinese prose).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKED_IN = ROOT / "teaching" / "summary.html"
+LANGS = ("en", "zh-CN")
+PAGES = {"en": CHECKED_IN, "zh-CN": ROOT / "teaching" / "zh-CN" / "summary.html"}
 
 # The chapter's sizes: TinyLM of notebook 08 (d_model=32, n_heads=4, context_length=12),
 # a batch of two sequences as in notebooks 05-07; and GPT-2 small for scale.
@@ -159,7 +165,10 @@ code { font: 9pt "DejaVu Sans Mono", Menlo, monospace; }
 """
 
 
-def render() -> str:
+def render(lang: str = "en") -> str:
+    """The sheet as HTML, in English (``lang="en"``) or Simplified Chinese (``"zh-CN"``)."""
+    if lang not in LANGS:
+        raise ValueError(f"unknown lang={lang!r}: use one of {', '.join(LANGS)}")
     c = CHAPTER
     d_head = c["D"] // c["H"]
     walk = shape_walk(c["B"], c["T"], c["D"], c["H"])
@@ -193,6 +202,8 @@ def render() -> str:
         for T, flops, mem in costs
     )
     ratio = costs[1][2] / costs[0][2]
+    if lang == "zh-CN":
+        return _render_zh(c, d_head, walk, conv, counts, costs, ratio)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -260,6 +271,138 @@ weights, which is why they cannot return them.</p>
 """
 
 
+# ---------------------------------------------------------------- Simplified Chinese edition
+# Same data, same tables; only the prose and the labels are Chinese (terms from
+# i18n/glossary.tsv). Code, shapes and API names stay English.
+
+STEP_ZH = {
+    "input": "输入",
+    "project once": "一次投影",
+    "split Q, K, V into heads": "把 Q、K、V 切头",
+    "scores, mask, softmax": "打分、掩码、softmax",
+    "weighted sum of values": "对值加权求和",
+    "merge heads": "合头",
+    "mix heads": "混合各头（输出投影）",
+}
+API_ZH = {
+    "attention_lab (attention, causal_mask, every module)": (
+        "attention_lab（attention、causal_mask 及所有模块）"
+    )
+}
+MEANING_ZH = {"True = blocked": "True = 屏蔽", "True = attend": "True = 可关注"}
+NAME_ZH = {
+    "this chapter": "本章",
+    "this chapter, 8 heads": "本章，8 个头",
+    "GPT-2 small": "GPT-2 small",
+}
+
+CJK_FONTS = '"Noto Sans CJK SC", "Source Han Sans SC", "Microsoft YaHei", "PingFang SC"'
+CSS_ZH = CSS.replace(
+    'body { font: 10.5pt/1.35 "DejaVu Sans", "Helvetica Neue", Arial, sans-serif;',
+    f'body {{ font: 10.5pt/1.45 {CJK_FONTS}, "DejaVu Sans", sans-serif;',
+)
+assert CSS_ZH != CSS, "the body font rule of CSS changed: update CSS_ZH"
+
+
+def _zh(table: dict[str, str], key: str) -> str:
+    if key not in table:
+        raise KeyError(
+            f"no Chinese label for {key!r}: add it to the tables in tools/summary_sheet.py"
+        )
+    return table[key]
+
+
+def _render_zh(c, d_head, walk, conv, counts, costs, ratio) -> str:
+    e = html.escape
+    walk_rows = "\n".join(
+        f"<tr><td>{e(_zh(STEP_ZH, step))}</td><td><code>{e(code)}</code></td>"
+        f"<td><code>{e(sym)}</code></td>"
+        f"<td><code>{'3 × ' if sym.startswith('3 ×') else ''}{_shape(shape)}</code></td></tr>"
+        for (step, code, shape), sym in zip(walk, SYMBOLIC)
+    )
+    conv_rows = "\n".join(
+        f"<tr><td>{e(API_ZH.get(api, api))}</td><td><code>{e(how)}</code></td>"
+        f"<td><b>{e(_zh(MEANING_ZH, m))}</b></td></tr>"
+        for api, how, m in conv
+    )
+    count_rows = "\n".join(
+        f"<tr><td>{e(_zh(NAME_ZH, name))}</td><td class='n'>{D}</td><td class='n'>{H}</td>"
+        f"<td class='n'>{D // H}</td>"
+        f"<td class='n'>{_fmt(4 * D * D + 4 * D)}</td><td class='n'>{_fmt(n)}</td></tr>"
+        for name, D, H, n in counts
+    )
+    cost_rows_html = "\n".join(
+        f"<tr><td class='n'>{T:,}</td><td class='n'>{flops / 1e9:,.1f}</td>"
+        f"<td class='n'>{mem / 2**20:,.0f}</td></tr>"
+        for T, flops, mem in costs
+    )
+    return f"""<!DOCTYPE html>
+<html lang="zh-CN">
+<head>
+<meta charset="utf-8">
+<title>Attention Lab：一页看懂多头自注意力</title>
+<!-- generated by tools/summary_sheet.py --lang zh-CN; do not edit by hand -->
+<style>{CSS_ZH}</style>
+</head>
+<body>
+<h1>一页看懂多头自注意力</h1>
+<p class="small">Attention Lab 总结页。下面的每个数字都是生成本页时由
+<code>attention_lab</code> 库计算出来的（<code>python tools/summary_sheet.py</code>）。</p>
+
+<h2>公式</h2>
+<div class="formula">Attention(Q, K, V) = softmax( Q K<sup>T</sup> / √d<sub>head</sub> + M ) V</div>
+<p>Q = X W<sub>Q</sub>，K = X W<sub>K</sub>，V = X W<sub>V</sub>
+（由一个融合的 <code>Linear(D, 3D)</code> 一次算出）。
+查询可以关注的位置上 M 为 0，被屏蔽的位置上 M 为 −∞（用因果掩码时，被屏蔽的是未来的位置）。
+M 在 softmax <b>之前</b>加上，所以每一行之和仍为 1。H 个头各自在自己的
+d<sub>head</sub> = D / H 个特征里完成这一步；随后 <code>out_proj</code>
+（W<sub>O</sub>）把各头的结果混合起来。
+除以 √d<sub>head</sub> 让打分的方差保持在 1 附近，softmax 就不会饱和。</p>
+
+<h2>形状追踪（B = {c["B"]}，T = {c["T"]}，D = {c["D"]}，H = {c["H"]}，d_head = {d_head}）</h2>
+<table>
+<tr><th>步骤</th><th>代码</th><th>形状</th><th>本章尺寸</th></tr>
+{walk_rows}
+</table>
+
+<h2>掩码约定：布尔掩码里的 <code>True</code> 是什么意思</h2>
+<table>
+<tr><th>API</th><th>掩码的传入方式</th><th>True 表示</th></tr>
+{conv_rows}
+</table>
+<p class="small">因此，<code>causal_mask(T)</code> 生成的掩码可以原样传给
+<code>nn.MultiheadAttention</code>；传给 <code>F.scaled_dot_product_attention</code> 之前却必须取反
+（<code>~mask</code> 或 <code>to_sdpa_mask(mask)</code>）。
+这一表格是生成本页时用 <code>causal_mask({4})</code> 逐一运行各个 API 得到的。</p>
+
+<div class="two">
+<div>
+<h2>一个注意力块的参数量：4·D² + 4·D</h2>
+<table>
+<tr><th></th><th>D</th><th>H</th><th>d_head</th><th>4D²+4D</th><th>实际计数</th></tr>
+{count_rows}
+</table>
+<p class="small"><code>qkv</code>：3D² 个权重 + 3D 个偏置；<code>out_proj</code>：D² + D。
+公式里没有 H：头数变多，只是把同样的 D 个特征切成更窄的几份。
+“实际计数”是对构建好的 <code>MultiHeadSelfAttention</code>
+求 <code>sum(p.numel())</code> 的结果。</p>
+</div>
+<div>
+<h2>开销随 T 的增长（GPT-2 small 的一个块，B = 1）</h2>
+<table>
+<tr><th>T</th><th>GFLOPs（稠密）</th><th>(B, H, T, T) 注意力权重，MiB</th></tr>
+{cost_rows_html}
+</table>
+<p class="small">时间 O(B·T²·D)（投影另加 O(B·T·D²)）；注意力权重占用的内存
+O(B·H·T²)：T 翻倍，内存变为原来的 {ratio:g} 倍。融合算子（SDPA）从不存储 (T, T)
+注意力权重，所以也无法返回它们。</p>
+</div>
+</div>
+</body>
+</html>
+"""
+
+
 def print_pdf(html_path: Path, pdf_path: Path) -> bool:
     """Print `html_path` to PDF with headless Chromium; False when there is no Chromium."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -290,30 +433,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write summary.html (and .pdf) here")
     parser.add_argument("--pdf", action="store_true", help="print summary.pdf with Chromium")
     parser.add_argument(
-        "--check", action="store_true", help="fail if teaching/summary.html is stale"
+        "--lang",
+        choices=(*LANGS, "all"),
+        default="all",
+        help="which edition to build or check: en (teaching/summary.html), "
+        "zh-CN (teaching/zh-CN/summary.html) or all (default)",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="fail if a checked-in summary.html is stale"
     )
     args = parser.parse_args(argv)
-    page = render()
+    langs = LANGS if args.lang == "all" else (args.lang,)
+    pages = {lang: render(lang) for lang in langs}
     if args.check:
-        if not CHECKED_IN.exists() or CHECKED_IN.read_text(encoding="utf-8") != page:
-            print(f"{CHECKED_IN} is stale: run python tools/summary_sheet.py", file=sys.stderr)
-            return 1
-        print(f"{CHECKED_IN} is up to date")
-        return 0
-    CHECKED_IN.parent.mkdir(parents=True, exist_ok=True)
-    CHECKED_IN.write_text(page, encoding="utf-8")
-    print(CHECKED_IN.relative_to(ROOT))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        target = args.out / "summary.html"
-        target.write_text(page, encoding="utf-8")
-        print(target)
-        if args.pdf:
-            pdf = args.out / "summary.pdf"
-            if print_pdf(target, pdf):
-                print(pdf)
-            else:
-                print("no Chromium found: summary.pdf not printed", file=sys.stderr)
+        stale = [
+            PAGES[lang]
+            for lang, page in pages.items()
+            if not PAGES[lang].exists() or PAGES[lang].read_text(encoding="utf-8") != page
+        ]
+        for path in stale:
+            print(f"{path} is stale: run python tools/summary_sheet.py", file=sys.stderr)
+        for lang in pages:
+            if PAGES[lang] not in stale:
+                print(f"{PAGES[lang]} is up to date")
+        return 1 if stale else 0
+    for lang, page in pages.items():
+        PAGES[lang].parent.mkdir(parents=True, exist_ok=True)
+        PAGES[lang].write_text(page, encoding="utf-8")
+        print(PAGES[lang].relative_to(ROOT))
+        if args.out:
+            out_dir = args.out if lang == "en" else args.out / lang
+            out_dir.mkdir(parents=True, exist_ok=True)
+            target = out_dir / "summary.html"
+            target.write_text(page, encoding="utf-8")
+            print(target)
+            if args.pdf:
+                pdf = out_dir / "summary.pdf"
+                if print_pdf(target, pdf):
+                    print(pdf)
+                else:
+                    print("no Chromium found: summary.pdf not printed", file=sys.stderr)
     return 0
 
 
