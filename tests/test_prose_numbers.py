@@ -35,7 +35,7 @@ NOT_PROSE = [
         r"\$[^$\n]*\$",  # inline maths
         r"`[^`]*`",  # inline code
         r"\]\([^)]*\)",  # link targets
-        r"Exercise \d+\.\d+",  # exercise numbers (lesson.exercise)
+        r"(?:Exercise|练习)\s*\d+\.\d+",  # exercise numbers (lesson.exercise), both editions
     )
 ]
 # (notebook name, number as written) -> why it needs no nearby code
