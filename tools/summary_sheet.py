@@ -179,31 +179,11 @@ def render(lang: str = "en") -> str:
         ("GPT-2 small", GPT2["D"], GPT2["H"], n_params(GPT2["D"], GPT2["H"], GPT2["T"])),
     ]
     costs = cost_rows(GPT2["D"], GPT2["H"])
-    e = html.escape
-
-    walk_rows = "\n".join(
-        f"<tr><td>{e(step)}</td><td><code>{e(code)}</code></td><td><code>{e(sym)}</code></td>"
-        f"<td><code>{'3 × ' if sym.startswith('3 ×') else ''}{_shape(shape)}</code></td></tr>"
-        for (step, code, shape), sym in zip(walk, [SYMBOLIC[0]] + SYMBOLIC[1:])
-    )
-    conv_rows = "\n".join(
-        f"<tr><td>{e(api)}</td><td><code>{e(how)}</code></td><td><b>{e(m)}</b></td></tr>"
-        for api, how, m in conv
-    )
-    count_rows = "\n".join(
-        f"<tr><td>{e(name)}</td><td class='n'>{D}</td><td class='n'>{H}</td>"
-        f"<td class='n'>{D // H}</td>"
-        f"<td class='n'>{_fmt(4 * D * D + 4 * D)}</td><td class='n'>{_fmt(n)}</td></tr>"
-        for name, D, H, n in counts
-    )
-    cost_rows_html = "\n".join(
-        f"<tr><td class='n'>{T:,}</td><td class='n'>{flops / 1e9:,.1f}</td>"
-        f"<td class='n'>{mem / 2**20:,.0f}</td></tr>"
-        for T, flops, mem in costs
-    )
+    label = _english if lang == "en" else _chinese
+    walk_rows, conv_rows, count_rows, cost_rows_html = _table_rows(walk, conv, counts, costs, label)
     ratio = costs[1][2] / costs[0][2]
     if lang == "zh-CN":
-        return _render_zh(c, d_head, walk, conv, counts, costs, ratio)
+        return _render_zh(c, d_head, walk_rows, conv_rows, count_rows, cost_rows_html, ratio)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -312,21 +292,33 @@ def _zh(table: dict[str, str], key: str) -> str:
     return table[key]
 
 
-def _render_zh(c, d_head, walk, conv, counts, costs, ratio) -> str:
+def _english(kind: str, text: str) -> str:
+    return text
+
+
+def _chinese(kind: str, text: str) -> str:
+    """The Chinese label of a table cell: ``kind`` names the table it comes from."""
+    if kind == "api":
+        return API_ZH.get(text, text)
+    return _zh({"step": STEP_ZH, "meaning": MEANING_ZH, "name": NAME_ZH}[kind], text)
+
+
+def _table_rows(walk, conv, counts, costs, label) -> tuple[str, str, str, str]:
+    """The four tables' rows as HTML; ``label(kind, text)`` gives each text cell its words."""
     e = html.escape
     walk_rows = "\n".join(
-        f"<tr><td>{e(_zh(STEP_ZH, step))}</td><td><code>{e(code)}</code></td>"
+        f"<tr><td>{e(label('step', step))}</td><td><code>{e(code)}</code></td>"
         f"<td><code>{e(sym)}</code></td>"
         f"<td><code>{'3 × ' if sym.startswith('3 ×') else ''}{_shape(shape)}</code></td></tr>"
         for (step, code, shape), sym in zip(walk, SYMBOLIC)
     )
     conv_rows = "\n".join(
-        f"<tr><td>{e(API_ZH.get(api, api))}</td><td><code>{e(how)}</code></td>"
-        f"<td><b>{e(_zh(MEANING_ZH, m))}</b></td></tr>"
+        f"<tr><td>{e(label('api', api))}</td><td><code>{e(how)}</code></td>"
+        f"<td><b>{e(label('meaning', m))}</b></td></tr>"
         for api, how, m in conv
     )
     count_rows = "\n".join(
-        f"<tr><td>{e(_zh(NAME_ZH, name))}</td><td class='n'>{D}</td><td class='n'>{H}</td>"
+        f"<tr><td>{e(label('name', name))}</td><td class='n'>{D}</td><td class='n'>{H}</td>"
         f"<td class='n'>{D // H}</td>"
         f"<td class='n'>{_fmt(4 * D * D + 4 * D)}</td><td class='n'>{_fmt(n)}</td></tr>"
         for name, D, H, n in counts
@@ -336,6 +328,10 @@ def _render_zh(c, d_head, walk, conv, counts, costs, ratio) -> str:
         f"<td class='n'>{mem / 2**20:,.0f}</td></tr>"
         for T, flops, mem in costs
     )
+    return walk_rows, conv_rows, count_rows, cost_rows_html
+
+
+def _render_zh(c, d_head, walk_rows, conv_rows, count_rows, cost_rows_html, ratio) -> str:
     return f"""<!DOCTYPE html>
 <html lang="zh-CN">
 <head>
