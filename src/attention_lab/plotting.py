@@ -15,6 +15,8 @@ a cell that ends with one shows it once as a PNG, and there is nothing to close.
 from __future__ import annotations
 
 import io
+import struct
+import zlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -67,16 +69,34 @@ def _as_heads(weights) -> np.ndarray:
     return w
 
 
-def png_bytes(rgba: np.ndarray, compress_level: int = 1) -> bytes:
-    """Encode (height, width, 4) uint8 pixels on a white page as PNG (RGB, fast compression)."""
-    from PIL import Image
+def png_bytes(rgba: np.ndarray) -> bytes:
+    """Encode (height, width, 3 or 4) uint8 pixels as an RGB PNG, fast.
 
-    height, width = rgba.shape[:2]
-    pixels = np.ascontiguousarray(rgba)  # Agg's buffer already is: no copy
-    image = Image.frombuffer("RGBA", (width, height), pixels, "raw", "RGBA", 0, 1)
-    buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="png", compress_level=compress_level)
-    return buffer.getvalue()
+    Made for figures: every row is stored as its difference to the row above (PNG's "Up"
+    filter), which turns the many repeated rows of flat colour into zeros that zlib's
+    fastest level packs small. About twice as fast as Pillow's fastest setting here, at
+    the same size; the pixels are exact (it is lossless).
+    """
+    rgb = np.ascontiguousarray(rgba[..., :3], dtype=np.uint8)  # (h, w, 3)
+    h, w, _ = rgb.shape
+    rows = rgb.reshape(h, w * 3)  # (h, 3w)
+    raw = np.empty((h, w * 3 + 1), dtype=np.uint8)  # (h, 1 + 3w): filter byte, then the row
+    raw[:, 0] = 2  # "Up"
+    raw[0, 1:] = rows[0]
+    np.subtract(rows[1:], rows[:-1], out=raw[1:, 1:])  # wraps modulo 256, as PNG wants
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw.tobytes(), 1))
+        + chunk(b"IEND", b"")
+    )
 
 
 def plot_heads(

@@ -18,7 +18,7 @@ needs no JavaScript of its own. The picture is made for the screen:
 
 It redraws fast: the heatmaps are painted by a ``HeadGrid`` that is built once per panel
 count (all of 1, 2, 4 and 8 when the explorer starts in a kernel) and then only updated in
-place, and the PNG is encoded by a small encoder made for flat figures (``png_bytes``).
+place, and the PNG is encoded by ``plotting.png_bytes``, an encoder made for flat figures.
 The head-split diagram is drawn once per size and kept; in a kernel it is drawn after the
 heatmaps have been sent, so it never delays them.
 
@@ -33,7 +33,6 @@ import contextlib
 import html
 import math
 import struct
-import zlib
 
 import ipywidgets as widgets
 import numpy as np
@@ -43,7 +42,7 @@ from ._checks import check_heads
 from .config import TinyLMConfig
 from .device import cpu_threads
 from .headgrid import HeadGrid
-from .plotting import LabFigure, plot_heads
+from .plotting import LabFigure, plot_heads, png_bytes
 from .tasks import TASKS, make_batch
 from .tiny_lm import TinyLM
 from .training import TrainHistory, evaluate, train_tiny_lm
@@ -149,36 +148,6 @@ def untrained_model(d_model: int, n_heads: int, mask_kind: str, window: int | No
         torch.manual_seed(SEED)
         model = TinyLM(model_config(d_model, n_heads, mask_kind, window))
     return model.eval()
-
-
-def png_bytes(rgba: np.ndarray) -> bytes:
-    """Encode (height, width, 3 or 4) uint8 pixels as an RGB PNG, fast.
-
-    Made for figures: every row is stored as its difference to the row above (PNG's "Up"
-    filter), which turns the many repeated rows of flat colour into zeros that zlib's
-    fastest level packs small. About twice as fast as Pillow's fastest setting here, at
-    the same size; the pixels are exact (it is lossless).
-    """
-    rgb = np.ascontiguousarray(rgba[..., :3], dtype=np.uint8)  # (h, w, 3)
-    h, w, _ = rgb.shape
-    rows = rgb.reshape(h, w * 3)  # (h, 3w)
-    raw = np.empty((h, w * 3 + 1), dtype=np.uint8)  # (h, 1 + 3w): filter byte, then the row
-    raw[:, 0] = 2  # "Up"
-    raw[0, 1:] = rows[0]
-    np.subtract(rows[1:], rows[:-1], out=raw[1:, 1:])  # wraps modulo 256, as PNG wants
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-        )
-
-    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw.tobytes(), 1))
-        + chunk(b"IEND", b"")
-    )
 
 
 def _in_kernel() -> bool:
