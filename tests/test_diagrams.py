@@ -112,7 +112,14 @@ def test_causal_mask_grid_blocks_exactly_the_cells_above_the_diagonal(T):
     for cell in blocked:  # a cell at (j - 0.5, i - 0.5) is query i, key j
         j, i = cell.get_x() + 0.5, cell.get_y() + 0.5
         assert j > i
-        assert cell.get_hatch() and to_hex(cell.get_facecolor()) == BLOCKED_COLOR.lower()
+        assert to_hex(cell.get_facecolor()) == BLOCKED_COLOR.lower()
+    # the stripes: one hatched path made of exactly the blocked squares
+    stripes = patches_with(fig, "blocked stripes")
+    assert len(stripes) == (T > 1)
+    for patch in stripes:
+        corners = patch.get_path().vertices[::5]  # each square: 4 corners + close
+        assert patch.get_hatch() == "///"
+        assert sorted(map(tuple, corners.tolist())) == sorted(c.get_xy() for c in blocked)
     key = [t.get_text() for t in fig.texts if t.get_gid() == "key"]
     assert key[0] == "blocked"  # the drawn key names the grey, striped cells
 
@@ -120,15 +127,22 @@ def test_causal_mask_grid_blocks_exactly_the_cells_above_the_diagonal(T):
 def test_mask_before_vs_after_writes_the_true_row_sums():
     scores = torch.randn(5, 5, generator=torch.Generator().manual_seed(0))
     fig = diagrams.mask_before_vs_after(scores)
-    before_ax, after_ax = fig.axes[:2]
     mask = torch.ones(5, 5, dtype=torch.bool).triu(1)
     before = torch.softmax(scores.masked_fill(mask, float("-inf")), -1)  # (T, T)
     after = torch.softmax(scores, -1).masked_fill(mask, 0.0)  # (T, T)
-    for ax, w in ((before_ax, before), (after_ax, after)):
-        sums = [t.get_text() for t in ax.texts if t.get_gid() == "row sum"]
+    texts = [t for ax in fig.axes for t in ax.texts]
+    patches = [p for ax in fig.axes for p in ax.patches]
+    for name, w in (("before", before), ("after", after)):  # each panel's artists carry its name
+        sums = [t.get_text() for t in texts if t.get_gid() == "row sum" and t.get_label() == name]
         assert sums == [f"sum {s:.2f}" for s in w.sum(-1).tolist()]
-        assert len([p for p in ax.patches if p.get_gid() == "blocked"]) == 10
-    assert all(s == "sum 1.00" for s in [t.get_text() for t in before_ax.texts if t.get_gid()])
+        cells = [t.get_text() for t in texts if t.get_label() == name and not t.get_gid()]
+        assert cells == [f"{w[i, j]:.2f}" for i in range(5) for j in range(i + 1)]
+        assert len([p for p in patches if p.get_gid() == "blocked" and p.get_label() == name]) == 10
+    assert sum(t.get_gid() == "row sum" for t in texts) == 10
+    assert all(
+        s == "sum 1.00"
+        for s in [t.get_text() for t in texts if t.get_label() == "before" and t.get_gid()]
+    )
 
 
 def test_dropout_row_drops_and_rescales_like_its_own_draw():
@@ -213,16 +227,23 @@ def test_training_setup_draws_the_model_with_its_shapes_and_heads():
 def test_tiled_softmax_reads_one_key_tile_per_step_and_never_draws_t_by_t(T, tile):
     fig = diagrams.tiled_softmax(T, tile)
     n = -(-T // tile)
-    panels = [ax for ax in fig.axes if ax.patches]
-    assert len(panels) == n
-    for s, ax in enumerate(panels):
-        gids = [p.get_gid() for p in ax.patches]
+
+    def panels(fig) -> dict[str, list]:  # the patches of each step's panel
+        found = {}
+        for p in (p for ax in fig.axes for p in ax.patches):
+            found.setdefault(p.get_label(), []).append(p)
+        return found
+
+    drawn = panels(fig)
+    assert sorted(drawn) == sorted(f"step {s}" for s in range(n))
+    for s in range(n):
+        gids = [p.get_gid() for p in drawn[f"step {s}"]]
         assert gids.count("tile read") == 1
         assert gids.count("tile done") == s and gids.count("tile later") == n - 1 - s
         assert {"state m", "state l", "state acc"} <= set(gids)
-        assert len(ax.patches) < T * T or T * T <= n + 4  # no T x T grid of cells
+        assert len(gids) < T * T or T * T <= n + 4  # no T x T grid of cells
     single = diagrams.tiled_softmax(T, tile, step=n - 1)
-    assert len([ax for ax in single.axes if ax.patches]) == 1
+    assert list(panels(single)) == [f"step {n - 1}"]
     assert "out = acc / l" in texts(single)
 
 

@@ -261,3 +261,62 @@ def test_png_bytes_keeps_every_pixel():
     rgba = np.random.default_rng(0).integers(0, 256, (37, 53, 4), dtype=np.uint8)
     decoded = np.asarray(Image.open(io.BytesIO(png_bytes(rgba))))
     np.testing.assert_array_equal(decoded, rgba[..., :3])
+
+
+# -- the string-caching canvas (plotting.LabCanvas) -------------------------------------------
+
+
+def _text_figure(canvas_class=None):
+    """Labels of several sizes, colours, angles and lines, on white."""
+    fig = LabFigure(figsize=(4, 3), dpi=100)
+    if canvas_class is not None:
+        canvas_class(fig)
+    fig.text(0.05, 0.85, "scores (6, 6)", fontsize=10)
+    fig.text(0.05, 0.65, "scores (6, 6)", fontsize=16, color="#AA3377")
+    fig.text(0.05, 0.35, "two\nlines", fontsize=11, weight="bold")
+    fig.text(0.85, 0.2, "query i", fontsize=11, rotation=90)
+    return fig
+
+
+def _ink_boxes(rgba):
+    """Per-label bounding boxes of the non-white pixels, by connected row/column bands."""
+    ink = np.asarray(rgba)[..., :3].min(-1) < 200  # (h, w) True where drawn
+    rows, cols = np.nonzero(ink)
+    return ink.sum(), (rows.min(), rows.max(), cols.min(), cols.max())
+
+
+def test_cached_labels_look_like_matplotlibs_own():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from attention_lab.plotting import LabCanvas, png_bytes
+
+    ours = _text_figure()
+    assert isinstance(ours.canvas, LabCanvas)
+    first = np.asarray(ours._repr_png_() and ours.canvas.buffer_rgba()).copy()
+    second = np.asarray(ours._repr_png_() and ours.canvas.buffer_rgba()).copy()  # from the cache
+    assert np.array_equal(first, second)
+    stock = _text_figure(FigureCanvasAgg)
+    stock.canvas.draw()
+    theirs = np.asarray(stock.canvas.buffer_rgba())
+    (ink_ours, box_ours), (ink_theirs, box_theirs) = _ink_boxes(first), _ink_boxes(theirs)
+    assert abs(ink_ours - ink_theirs) <= 0.05 * ink_theirs  # the same glyphs...
+    assert max(abs(a - b) for a, b in zip(box_ours, box_theirs)) <= 2  # ...in the same place
+    assert png_bytes(first).startswith(b"\x89PNG")
+
+
+def test_cached_labels_keep_size_and_colour_apart():
+    from attention_lab.plotting import LabCanvas
+
+    fig = LabFigure(figsize=(3, 1), dpi=100)
+    small = fig.text(0.02, 0.5, "weights", fontsize=9, color="black")
+    big = fig.text(0.5, 0.5, "weights", fontsize=18, color="#CC6677")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert isinstance(fig.canvas, LabCanvas)
+    w_small = small.get_window_extent(renderer).width
+    w_big = big.get_window_extent(renderer).width
+    assert 1.8 < w_big / w_small < 2.2  # twice the size, twice as wide
+    pixels = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+    right = pixels[:, 150:]
+    reddish = (right[..., 0] - right[..., 2] > 40).sum()
+    assert reddish > 50  # the second one is drawn in its own colour, not the first one's

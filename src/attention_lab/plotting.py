@@ -14,35 +14,157 @@ a cell that ends with one shows it once as a PNG, and there is nothing to close.
 
 from __future__ import annotations
 
-import io
+import math
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib import rcParams
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.figure import Figure
+from matplotlib.font_manager import fontManager
 
 from .palette import DPI, LABEL_SIZE, LINE_COLORS, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
 
 SHADES = " .:-=+*#%@"  # text heatmap, from weight 0 to weight 1
 
 
+# -- fast text ------------------------------------------------------------------------------
+#
+# Text is most of what a figure of this chapter costs to draw: matplotlib lays out and
+# rasterises every label again on every draw, about 1-3 ms per label on these machines,
+# and a diagram has 30-80 labels. The chapter draws the same few hundred strings over and
+# over (indices, shapes, titles), so the renderer below rasterises a string once per font,
+# size and dpi and afterwards stamps the kept bitmap. The bitmap is made the way
+# matplotlib's own Agg renderer made it up to version 3.10 (one FreeType pass over the
+# string, placed on whole pixels), so a cached and an uncached label look the same.
+# Mathtext ($...$) and anything unusual go through matplotlib's normal path.
+
+_TEXT_CACHE_LIMIT = 4096
+_text_bitmaps: dict = {}  # key -> (bitmap, x offset, y offset, descent), in pixels
+_text_extents: dict = {}  # key -> (width, height, descent), in pixels
+
+
+_GENERIC_FAMILIES = ("serif", "sans-serif", "cursive", "fantasy", "monospace")
+_font_files: dict = {}  # font properties (+ the rcParams they resolve through) -> files
+
+
+def _text_key(s: str, prop, dpi: float, *extra):
+    families = tuple(prop.get_family())
+    props = (
+        families,
+        prop.get_style(),
+        prop.get_variant(),
+        prop.get_weight(),
+        prop.get_stretch(),
+        prop.get_file(),
+        tuple(tuple(rcParams[f"font.{f}"]) for f in families if f in _GENERIC_FAMILIES),
+    )
+    fonts = _font_files.get(props)
+    if fonts is None:  # matplotlib's own lookup costs ~0.1 ms a call: once per font
+        fonts = _remember(_font_files, props, tuple(fontManager._find_fonts_by_props(prop)))
+    return (s, fonts, prop.get_size_in_points(), dpi, *extra)
+
+
+def _remember(cache: dict, key, value):
+    if len(cache) >= _TEXT_CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+class _CachedTextRenderer(RendererAgg):
+    """Matplotlib's Agg renderer, with each string's bitmap and size kept for reuse."""
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if ismath or (mtext is not None and _has_font_features(mtext)):
+            return super().draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+        antialiased = bool(gc.get_antialiased())
+        key = _text_key(s, prop, self.dpi, antialiased)
+        entry = _text_bitmaps.get(key)
+        if entry is None:
+            font = self._prepare_font(prop)
+            font.set_text(s, 0, flags=get_hinting_flag())
+            font.draw_glyphs_to_bitmap(antialiased=antialiased)
+            xo, yo = font.get_bitmap_offset()
+            bitmap = np.array(font.get_image(), dtype=np.uint8)
+            entry = _remember(
+                _text_bitmaps, key, (bitmap, xo / 64.0, yo / 64.0, font.get_descent() / 64.0)
+            )
+        bitmap, xo, yo, d = entry
+        radians = math.radians(angle)
+        x = round(x + xo + d * math.sin(radians))
+        y = round(y + yo + d * math.cos(radians))
+        self._renderer.draw_text_image(bitmap, x, y + 1, angle, gc)
+
+    def _get_font_height_metrics(self, prop):
+        """(ascent, descent, line gap) of a font in pixels: matplotlib >= 3.11 asks the
+        renderer for these once per label and otherwise reads the font's tables again."""
+        key = _text_key("", prop, self.dpi, "height metrics")
+        metrics = _text_extents.get(key)
+        if metrics is None:
+            metrics = (None, None, None)
+            font = self._prepare_font(prop)
+            scale = prop.get_size_in_points() * self.dpi / 72 / font.units_per_EM
+            for table_name, gap, ascent, descent in (
+                ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+                ("hhea", "lineGap", "ascent", "descent"),
+            ):
+                table = font.get_sfnt_table(table_name)
+                if table is not None:
+                    metrics = (table[ascent] * scale, -table[descent] * scale, table[gap] * scale)
+                    break
+            _remember(_text_extents, key, metrics)
+        return metrics
+
+    def get_text_width_height_descent(self, s, prop, ismath):
+        if ismath:
+            return super().get_text_width_height_descent(s, prop, ismath)
+        key = _text_key(s, prop, self.dpi)
+        extents = _text_extents.get(key)
+        if extents is None:
+            extents = _remember(
+                _text_extents, key, super().get_text_width_height_descent(s, prop, ismath)
+            )
+        return extents
+
+
+def _has_font_features(mtext) -> bool:
+    """True for a Text that asks for OpenType features or a language (matplotlib >= 3.11)."""
+    features = getattr(mtext, "get_fontfeatures", None)
+    language = getattr(mtext, "get_language", None)
+    return bool((features and features()) or (language and language()))
+
+
+class LabCanvas(FigureCanvasAgg):
+    """The Agg canvas with the string-caching renderer above."""
+
+    def get_renderer(self, *args, **kwargs):
+        w, h = self.get_width_height(physical=True)
+        key = w, h, self.figure.dpi
+        if self._lastKey != key:
+            self.renderer = _CachedTextRenderer(w, h, self.figure.dpi)
+            self._lastKey = key
+        return self.renderer
+
+
 class LabFigure(Figure):
     """A matplotlib Figure that Jupyter shows as a PNG when it ends a cell.
 
     It is not registered with pyplot, so it is never shown twice and never needs closing.
+    It draws with ``LabCanvas`` (labels rasterised once, then reused) and encodes its PNG
+    with ``png_bytes``.
     """
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("facecolor", "white")
         super().__init__(*args, **kwargs)
-        FigureCanvasAgg(self)
+        LabCanvas(self)
 
     def _repr_png_(self) -> bytes:
-        buffer = io.BytesIO()
-        self.savefig(buffer, format="png", facecolor="white")
-        return buffer.getvalue()
+        self.canvas.draw()
+        return png_bytes(np.asarray(self.canvas.buffer_rgba()))
 
 
 def _as_numpy(weights) -> np.ndarray:
