@@ -260,7 +260,12 @@ def test_png_bytes_keeps_every_pixel():
 
     rgba = np.random.default_rng(0).integers(0, 256, (37, 53, 4), dtype=np.uint8)
     decoded = np.asarray(Image.open(io.BytesIO(png_bytes(rgba))))
-    np.testing.assert_array_equal(decoded, rgba[..., :3])
+    np.testing.assert_array_equal(decoded, rgba)  # RGBA in, RGBA out
+    rgb = np.ascontiguousarray(rgba[..., :3])
+    decoded = np.asarray(Image.open(io.BytesIO(png_bytes(rgb))))
+    np.testing.assert_array_equal(decoded, rgb)  # RGB in, RGB out
+    with pytest.raises(ValueError, match="expected"):
+        png_bytes(rgba[..., :2])
 
 
 # -- the string-caching canvas (plotting.LabCanvas) -------------------------------------------
@@ -320,3 +325,39 @@ def test_cached_labels_keep_size_and_colour_apart():
     right = pixels[:, 150:]
     reddish = (right[..., 0] - right[..., 2] > 40).sum()
     assert reddish > 50  # the second one is drawn in its own colour, not the first one's
+
+
+@pytest.mark.parametrize(("T", "n_panels", "dpi"), [(6, 3, 100), (16, 4, 150), (5, 1, 150)])
+def test_cell_image_paints_what_matplotlibs_resampling_paints(T, n_panels, dpi):
+    """HeadGrid's numpy-painted heatmaps against matplotlib's own AxesImage: the same
+    pixel everywhere except the one-pixel rim where the panel edge cuts a pixel (matplotlib
+    blends it, the frame covers it)."""
+    from matplotlib.image import AxesImage
+
+    from attention_lab.headgrid import HeadGrid, _CellImage
+
+    rng = np.random.default_rng(T)
+    weights = rng.random((n_panels, T, T))
+    causal = np.triu(np.ones((T, T), bool), 1)
+    grid = HeadGrid(n_panels, T, dpi=dpi, hatch=True)
+    grid.update(weights, mask=causal)
+    assert all(isinstance(im, _CellImage) for im in grid.images + grid.overlays)
+    grid.figure.canvas.draw()
+    ours = np.asarray(grid.figure.canvas.buffer_rgba()).copy()
+    for image in grid.images + grid.overlays:
+        image.__class__ = AxesImage  # matplotlib's resampling from here on
+    grid.figure.canvas.draw()
+    theirs = np.asarray(grid.figure.canvas.buffer_rgba())
+    differ = (ours != theirs).any(-1)  # (height, width)
+    height = grid.figure.bbox.height
+    rim = np.zeros_like(differ)
+    for ax in grid.axes:
+        x0, y0, x1, y1 = ax.bbox.extents
+        top, bottom = height - y1, height - y0  # buffer rows count from the top
+        inner = np.zeros_like(differ)
+        inner[int(top) + 2 : int(bottom) - 1, int(x0) + 2 : int(x1) - 1] = True
+        outer = np.zeros_like(differ)
+        outer[int(top) - 1 : int(bottom) + 2, int(x0) - 1 : int(x1) + 2] = True
+        rim |= outer & ~inner
+    assert differ.sum() > 0 or dpi == 100  # (fractional edges exist at these sizes)
+    assert not (differ & ~rim).any(), f"{(differ & ~rim).sum()} pixels differ inside panels"

@@ -191,18 +191,22 @@ def _as_heads(weights) -> np.ndarray:
     return w
 
 
-def png_bytes(rgba: np.ndarray) -> bytes:
-    """Encode (height, width, 3 or 4) uint8 pixels as an RGB PNG, fast.
+def png_bytes(pixels: np.ndarray) -> bytes:
+    """Encode (height, width, 4) RGBA or (height, width, 3) RGB uint8 pixels as a PNG, fast.
 
     Made for figures: every row is stored as its difference to the row above (PNG's "Up"
     filter), which turns the many repeated rows of flat colour into zeros that zlib's
-    fastest level packs small. About twice as fast as Pillow's fastest setting here, at
-    the same size; the pixels are exact (it is lossless).
+    fastest level packs small. A canvas's RGBA buffer is encoded as it is (no copy into
+    RGB, which costs more than the alpha bytes, all 255 and all-zero differences, cost
+    zlib). About three times as fast as Pillow's fastest setting here, at a similar size;
+    the pixels are exact (it is lossless).
     """
-    rgb = np.ascontiguousarray(rgba[..., :3], dtype=np.uint8)  # (h, w, 3)
-    h, w, _ = rgb.shape
-    rows = rgb.reshape(h, w * 3)  # (h, 3w)
-    raw = np.empty((h, w * 3 + 1), dtype=np.uint8)  # (h, 1 + 3w): filter byte, then the row
+    pixels = np.ascontiguousarray(pixels, dtype=np.uint8)  # no copy for a canvas buffer
+    h, w, channels = pixels.shape
+    if channels not in (3, 4):
+        raise ValueError(f"pixels have shape {pixels.shape}; expected (height, width, 3 or 4)")
+    rows = pixels.reshape(h, w * channels)
+    raw = np.empty((h, w * channels + 1), dtype=np.uint8)  # filter byte, then the row
     raw[:, 0] = 2  # "Up"
     raw[0, 1:] = rows[0]
     np.subtract(rows[1:], rows[:-1], out=raw[1:, 1:])  # wraps modulo 256, as PNG wants
@@ -212,11 +216,12 @@ def png_bytes(rgba: np.ndarray) -> bytes:
             struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
         )
 
-    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    colour_type = 6 if channels == 4 else 2  # 8-bit RGBA or RGB, no interlace
+    header = struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0)
     return (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw.tobytes(), 1))
+        + chunk(b"IDAT", zlib.compress(raw, 1))
         + chunk(b"IEND", b"")
     )
 
