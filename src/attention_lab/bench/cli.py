@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 
 from ..fused import MultiHeadSelfAttention
-from .report import explorer_times, format_goals, format_table, plot_ratios, write_csv
+from .report import explorer_times, figure_times, format_goals, format_table, plot_ratios, write_csv
 from .timing import Row, measure_shape
 
 # name -> (B, T, D, H)
@@ -63,9 +63,10 @@ def run(
     log("")
     log(format_goals(max(tables, key=lambda rows: rows[0].T * rows[0].D)))
     if args.quick:
-        log("explorer: skipped (--quick)")
+        log("explorer and diagrams: skipped (--quick)")
     else:
         explorer_times(log)
+        figure_times(log)
     rows = [r for table in tables for r in table]
     write_csv(rows, out / "bench.csv")
     plot_ratios(tables, out / "bench.png")

@@ -124,6 +124,15 @@ def explorer_times(log=print) -> None:
 
     result = benchmark_explorer()
     log(
-        f"explorer: redraw median {result['redraw_median_ms']:.1f} ms, "
+        f"explorer: redraw median {result['redraw_median_ms']:.1f} ms (budget 150 ms), "
+        f"n_heads change median {result['panel_count_median_ms']:.1f} ms, "
         f"retrain {result['retrain_s']:.1f} s"
     )
+
+
+def figure_times(log=print) -> None:
+    """Render times of the drawn diagrams (``bench.figures``)."""
+    from .figures import figure_times as measure
+    from .figures import format_figure_times
+
+    log(format_figure_times(measure()))

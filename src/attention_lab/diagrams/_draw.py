@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.patches import Circle, FancyArrowPatch, PathPatch, Rectangle
 from matplotlib.path import Path
+from matplotlib.transforms import TransformedPatchPath
 
 from .._checks import as_size
 from ..palette import (
@@ -117,7 +118,8 @@ def _box(ax, x, y, w, h, color=NEUTRAL, text="", size=TICK_SIZE, lw=1.2, gid=Non
         rect.set_gid(gid)
     ax.add_artist(rect)
     if text:
-        ax.text(
+        _text(
+            ax,
             x + w / 2,
             y + h / 2,
             text,
@@ -140,7 +142,8 @@ def _arrow(ax, start, end, text="", lw=1.6, color=ARROW, side="above", size=TICK
     if text:
         mx, my = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
         offset = 0.12 if side == "above" else -0.12
-        ax.text(
+        _text(
+            ax,
             mx,
             my + offset,
             text,
@@ -152,11 +155,21 @@ def _arrow(ax, start, end, text="", lw=1.6, color=ARROW, side="above", size=TICK
     return arrow
 
 
+def _text(ax, x, y, text, **kw):
+    """``ax.text``, ~0.2 ms cheaper: a label is given the axes' clip path ready-made
+    instead of building a new transform for it (labels here are drawn unclipped anyway)."""
+    patch, clip = getattr(ax, "_lab_clip_path", (None, None))
+    if patch is not ax.patch:  # (a cleared axes has a new patch)
+        patch, clip = ax._lab_clip_path = (ax.patch, TransformedPatchPath(ax.patch))
+    kw.setdefault("clip_path", clip)
+    return ax.text(x, y, text, **kw)
+
+
 def _label(ax, x, y, text, size=LABEL_SIZE, **kw):
     kw.setdefault("ha", "center")
     kw.setdefault("va", "center")
     kw.setdefault("color", TEXT_COLOR)
-    return ax.text(x, y, text, fontsize=size, **kw)
+    return _text(ax, x, y, text, fontsize=size, **kw)
 
 
 def _circle(x, y, r):

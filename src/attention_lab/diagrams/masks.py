@@ -33,6 +33,7 @@ from ._draw import (
     _own_axes,
     _size,
     _stripes,
+    _text,
     _title,
     _weights,
 )
@@ -128,7 +129,8 @@ def mask_before_vs_after(scores) -> LabFigure:
                 if blocked[i, j]:
                     cells.append(_blocked_cell(ax, i, j, dx=dx, label=name))
                     continue
-                ax.text(
+                _text(
+                    ax,
                     dx + j,
                     i,
                     f"{w[i, j]:.2f}",
@@ -140,7 +142,8 @@ def mask_before_vs_after(scores) -> LabFigure:
                 )
             total = w[i].sum()
             ok = abs(total - 1) < 5e-3
-            ax.text(
+            _text(
+                ax,
                 dx + T - 0.35,
                 i,
                 f"sum {total:.2f}",
