@@ -392,6 +392,12 @@ def test_the_explorer_app_in_voila(request, browser_required):
         box = _check_layout(page, root, "Voila presenter 1920x1080")
         assert box["width"] > 0.8 * SIZES[1][0], "the presenter view uses the projector's width"
         page.screenshot(path=str(ARTIFACTS / "voila-presenter-1920x1080.png"))
+        diagram = page.locator(f"{root} img.attention-lab-diagram")
+        diagram.scroll_into_view_if_needed()
+        shape = diagram.evaluate("i => [i.width, i.height, i.naturalWidth, i.naturalHeight]")
+        assert shape[0] >= 0.6 * SIZES[1][0], f"the presenter's diagram is small: {shape}"
+        assert abs(shape[0] / shape[1] / (shape[2] / shape[3]) - 1) <= RATIO_TOLERANCE, shape
+        page.screenshot(path=str(ARTIFACTS / "voila-presenter-1920x1080-diagram.png"))
     finally:
         context.close()
 
