@@ -8,6 +8,9 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/python -m pip
 # Jupyter refuses to start as root unless told to (containers, some cloud machines).
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
+JOBS ?= auto
+BROWSER_TESTS := tests/test_browser.py tests/test_slides_browser.py
+NOT_BROWSER := $(foreach t,$(BROWSER_TESTS),--ignore=$(t))
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
              --ignore-glob='*/.ipynb_checkpoints/*'
 
@@ -58,12 +61,16 @@ slides-html: $(STAMP)
 	$(BIN)/python tools/slides.py html
 	$(BIN)/python tools/summary_sheet.py --out build/teaching --pdf
 
+# Unit tests and nbval run on every core (pytest-xdist; a notebook stays on one worker);
+# the browser tests run afterwards on their own, so the times they print are a quiet
+# machine's, not ones taken while other notebooks compete for the cores.
 test: $(STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
 	$(BIN)/python -m ruff format --check src tests tools
-	$(BIN)/python -m pytest tests notebooks $(PYTEST_NB)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests notebooks $(PYTEST_NB) $(NOT_BROWSER)
+	$(BIN)/python -m pytest -s $(BROWSER_TESTS)
 
-test-colab:
+test-colab: $(STAMP)
 	PYTHON=$(PYTHON) bash tools/colab_widgets_check.sh
 
 unit: $(STAMP)

@@ -332,6 +332,7 @@ def test_cell_image_paints_what_matplotlibs_resampling_paints(T, n_panels, dpi):
     """HeadGrid's numpy-painted heatmaps against matplotlib's own AxesImage: the same
     pixel everywhere except the one-pixel rim where the panel edge cuts a pixel (matplotlib
     blends it, the frame covers it)."""
+    import matplotlib
     from matplotlib.image import AxesImage
 
     from attention_lab.headgrid import HeadGrid, _CellImage
@@ -360,4 +361,12 @@ def test_cell_image_paints_what_matplotlibs_resampling_paints(T, n_panels, dpi):
         outer[int(top) - 1 : int(bottom) + 2, int(x0) - 1 : int(x1) + 2] = True
         rim |= outer & ~inner
     assert differ.sum() > 0 or dpi == 100  # (fractional edges exist at these sizes)
-    assert not (differ & ~rim).any(), f"{(differ & ~rim).sum()} pixels differ inside panels"
+    # a pixel whose centre lies exactly on a cell edge: matplotlib 3.11 gives it to the
+    # earlier cell, as we do; 3.10 (Colab's) to the later one, one pixel over
+    nearby = np.zeros_like(differ)
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            nearby |= (ours == np.roll(theirs, (dy, dx), axis=(0, 1))).all(-1)
+    assert not (~nearby & ~rim).any(), f"{(~nearby & ~rim).sum()} pixels differ inside panels"
+    if tuple(int(v) for v in matplotlib.__version__.split(".")[:2]) >= (3, 11):
+        assert not (differ & ~rim).any(), f"{(differ & ~rim).sum()} pixels differ inside panels"

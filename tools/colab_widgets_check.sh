@@ -1,50 +1,71 @@
 #!/usr/bin/env bash
-# The explorer under the widgets Colab ships: ipywidgets 7.7.1 (with widgetsnbextension 3.x and
-# jupyterlab_widgets 1.x), besides the pinned 8.x of .venv.
+# The explorer and the figures under what Colab preinstalls, besides the pinned versions of
+# .venv: ipywidgets 7.7.1 (with widgetsnbextension 3.x and jupyterlab_widgets 1.x), and the
+# matplotlib and numpy Colab shipped when this was written (3.10.0, 2.0.2). Colab keeps its
+# own torch; the CPU build pinned in constraints.txt stands in for it.
 #
-# Builds a second small virtualenv, .venv-colab, on first use (and again when constraints.txt,
-# pyproject.toml or this script change): every version pinned in constraints.txt except the
-# three widget packages -- torch from its pin (2.13.0, the CPU build pip finds here; never an
-# unpinned torch, which would pull a multi-GB CUDA build) -- then the project itself with
-# --no-deps. It runs the widget unit tests and strict nbval of notebooks/explorer.ipynb there.
+# A second small virtualenv, .venv-colab: it holds only those packages (installed with
+# --no-deps) and finds everything else in .venv's site-packages, which a .pth file adds
+# AFTER its own (`make test` builds .venv first). Its own packages come first on sys.path,
+# so `import ipywidgets` is 7.7.1 there and 8.x in .venv. Building it takes seconds
+# instead of the minutes a full second install of torch, Jupyter and friends took.
+# It runs the widget, plotting and diagram unit tests and strict nbval of
+# notebooks/explorer.ipynb.
 #
 #   bash tools/colab_widgets_check.sh    # PYTHON=python3.11 picks the interpreter,
-#                                        # COLAB_VENV=/some/dir where the virtualenv lives
-# Measured here: building the virtualenv 24 min and the checks 12.5 min on a 2-core machine
-# that other jobs kept at a load of ~10 (4 min of CPU in the checks).
+#                                        # COLAB_VENV=/some/dir where the virtualenv lives,
+#                                        # MAIN_VENV=.venv the environment it borrows from
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
 VENV=${COLAB_VENV:-.venv-colab}
+MAIN_VENV=${MAIN_VENV:-.venv}
 BIN=$VENV/bin
 STAMP=$VENV/.installed
-COLAB_WIDGETS=("ipywidgets==7.7.1" "widgetsnbextension>=3.6,<4" "jupyterlab_widgets>=1.0,<2")
+COLAB_PINS=(
+    "ipywidgets==7.7.1" "widgetsnbextension==3.6.10" "jupyterlab_widgets==1.1.11"
+    "ipython_genutils==0.2.0"  # a dependency of ipywidgets 7 that 8.x dropped
+    "matplotlib==3.10.0" "numpy==2.0.2"
+)
 start=$(date +%s)
 
-if [[ ! -f $STAMP || constraints.txt -nt $STAMP || pyproject.toml -nt $STAMP || $0 -nt $STAMP ]]; then
+if [[ ! -x $MAIN_VENV/bin/python ]]; then
+    echo "colab check: $MAIN_VENV is missing; run make test (or make unit) first" >&2
+    exit 1
+fi
+if [[ ! -f $STAMP || $0 -nt $STAMP ]]; then
     rm -rf "$VENV"
     "$PYTHON" -m venv "$VENV"
-    grep -viE '^(ipywidgets|widgetsnbextension|jupyterlab[_-]widgets)==' constraints.txt \
-        >"$VENV/constraints-colab.txt"
-    # the library's own dependencies (pyproject.toml) and what the checks below run
-    "$BIN/python" -m pip install --quiet -c "$VENV/constraints-colab.txt" \
-        "${COLAB_WIDGETS[@]}" torch numpy matplotlib tqdm pillow \
-        ipykernel pytest nbval nbformat nbclient
-    "$BIN/python" -m ipykernel install --sys-prefix --name python3 >/dev/null
+    "$BIN/python" -m pip install --quiet --no-deps "${COLAB_PINS[@]}"
     touch "$STAMP"
     echo "colab check: built $VENV in $(($(date +%s) - start)) s"
 fi
-# this checkout's library (COLAB_VENV may live outside it, e.g. kept between CI runs)
-"$BIN/python" -m pip install --quiet --no-deps -e .
+# .venv's packages (and its .pth files, e.g. this checkout's editable install) come after
+# the Colab pins; written on every run, as COLAB_VENV may be kept between checkouts
+main_site=$("$MAIN_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+own_site=$("$BIN/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "import site; site.addsitedir('$(cd "$main_site" && pwd)')" >"$own_site/zz_attention_lab_main_venv.pth"
 
 "$BIN/python" - <<'EOF'
-import ipywidgets, torch, widgetsnbextension
-assert ipywidgets.__version__ == "7.7.1", ipywidgets.__version__
+from pathlib import Path
+
+import ipywidgets, matplotlib, numpy, torch, widgetsnbextension
+
+import attention_lab
+
+expected = {"ipywidgets": "7.7.1", "matplotlib": "3.10.0", "numpy": "2.0.2"}
+found = {"ipywidgets": ipywidgets.__version__, "matplotlib": matplotlib.__version__,
+         "numpy": numpy.__version__}
+assert found == expected, f"the Colab pins did not win: {found}"
+here = Path.cwd() / "src"
+assert Path(attention_lab.__file__).resolve().is_relative_to(here), attention_lab.__file__
 print(f"colab check: ipywidgets {ipywidgets.__version__}, widgetsnbextension "
-      f"{widgetsnbextension.__version__}, torch {torch.__version__}")
+      f"{widgetsnbextension.__version__}, matplotlib {matplotlib.__version__}, "
+      f"numpy {numpy.__version__}, torch {torch.__version__}")
 EOF
-"$BIN/python" -m pytest -q -p no:cacheprovider tests/test_widgets.py
+"$BIN/python" -m pytest -q -p no:cacheprovider -n auto tests/test_widgets.py tests/test_plotting.py \
+    tests/test_diagrams.py
 "$BIN/python" -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
     --nbval-sanitize-with tests/sanitize.cfg notebooks/explorer.ipynb
 echo "colab check: passed in $(($(date +%s) - start)) s"
