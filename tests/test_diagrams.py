@@ -137,7 +137,13 @@ def test_mask_before_vs_after_writes_the_true_row_sums():
         assert sums == [f"sum {s:.2f}" for s in w.sum(-1).tolist()]
         cells = [t.get_text() for t in texts if t.get_label() == name and not t.get_gid()]
         assert cells == [f"{w[i, j]:.2f}" for i in range(5) for j in range(i + 1)]
-        assert len([p for p in patches if p.get_gid() == "blocked" and p.get_label() == name]) == 10
+        (blocked,) = [p for p in patches if p.get_gid() == "blocked" and p.get_label() == name]
+        squares = blocked.get_path().vertices[::5] + 0.5  # (key j + offset, query i) corners
+        assert blocked.get_hatch() == "///" and len(squares) == 10
+        keys = squares[:, 0] - squares[:, 0].min() + 1  # key 1 is the leftmost blocked column
+        assert sorted(zip(squares[:, 1].tolist(), keys.round().tolist())) == [
+            (i, j) for i in range(5) for j in range(i + 1, 5)
+        ]  # exactly the cells above the diagonal
     assert sum(t.get_gid() == "row sum" for t in texts) == 10
     assert all(
         s == "sum 1.00"

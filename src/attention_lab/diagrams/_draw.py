@@ -8,7 +8,7 @@ index labels instead of matplotlib's tick machinery, and a drawn key instead of 
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.collections import LineCollection
+from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, PathPatch, Rectangle
 from matplotlib.path import Path
 from matplotlib.transforms import TransformedPatchPath
@@ -178,16 +178,17 @@ def _circle(x, y, r):
 
 def _row_lines(ax, boxes, n_rows, color="white", lw=0.6, zorder=2.0) -> None:
     """Thin lines between the rows of the matrices drawn at ``boxes`` [(x, y, w, h), ...]
-    (skipped when dense), as ONE LineCollection: building a collection costs more than
-    drawing it, so matrices at the same depth share one."""
+    (skipped when dense), as ONE line broken by NaNs: a LineCollection builds a Path per
+    segment (hundreds here), which costs more than drawing them all."""
     if n_rows < 2 or n_rows > 32:
         return
     fractions = np.arange(1, n_rows) / n_rows
-    segments = [((x, y + h * f), (x + w, y + h * f)) for x, y, w, h in boxes for f in fractions]
-    ax.add_collection(
-        LineCollection(segments, colors=color, linewidths=lw, alpha=0.8, zorder=zorder),
-        autolim=False,
-    )
+    xs, ys = [], []
+    for x, y, w, h in boxes:
+        for f in fractions:
+            xs += [x, x + w, np.nan]
+            ys += [y + h * f] * 2 + [np.nan]
+    ax.add_line(Line2D(xs, ys, color=color, lw=lw, alpha=0.8, zorder=zorder, gid="row lines"))
 
 
 # -- T x T grids (04) ---------------------------------------------------------------------
@@ -245,27 +246,31 @@ def _blocked_cell(ax, i, j, dx=0.0, **kw):
     return cell
 
 
-def _stripes(ax, cells, hatch="///", gid="blocked stripes"):
-    """Diagonal stripes over the rectangles ``cells`` as ONE hatched path: Agg renders a
-    hatch pattern per patch (about 1 ms each), so 28 striped cells cost 28 patterns,
-    one path of 28 squares costs one."""
-    if not cells:
+def _stripes(ax, cells, hatch="///", gid="blocked stripes", lw=0.0, **kw):
+    """Diagonal stripes over the rectangles ``cells`` (Rectangles or (x, y, w, h) tuples)
+    as ONE hatched path: Agg renders a hatch pattern per patch (about 1 ms each), so 28
+    striped cells cost 28 patterns, one path of 28 squares costs one. ``lw`` > 0 also
+    outlines every square."""
+    if not len(cells):
         return None
     vertices, codes = [], []
     for cell in cells:
-        x, y = cell.get_xy()
-        w, h = cell.get_width(), cell.get_height()
+        if isinstance(cell, Rectangle):
+            (x, y), w, h = cell.get_xy(), cell.get_width(), cell.get_height()
+        else:
+            x, y, w, h = cell
         vertices += [(x, y), (x + w, y), (x + w, y + h), (x, y + h), (x, y)]
         codes += [Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY]
+    kw.setdefault("zorder", cells[0].get_zorder() if isinstance(cells[0], Rectangle) else 1.0)
     stripes = PathPatch(
         Path(vertices, codes),
         facecolor="none",
         edgecolor=BLOCKED_HATCH_COLOR,
-        lw=0,
+        lw=lw,
         hatch=hatch,
         gid=gid,
         clip_on=False,
-        zorder=cells[0].get_zorder(),
+        **kw,
     )
     ax.add_artist(stripes)
     return stripes

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from ..headgrid import _cell_image
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_HATCH_COLOR,
@@ -111,7 +112,7 @@ def mask_before_vs_after(scores) -> LabFigure:
     fig = LabFigure(figsize=(width, height), dpi=DPI)
     titles = ("mask before softmax\n(-inf, then softmax)", "zero after softmax\n(softmax, then 0)")
     norm = weight_norm()
-    cmap = CMAP.with_extremes(bad="none")
+    cmap = CMAP.with_extremes(bad=BLOCKED_COLOR)  # the image paints blocked cells grey
     # ONE axes for both grids (an axes costs ~15 ms to build); the right grid starts
     # ``shift`` cells right of the left one, and each panel's artists carry its name
     shift = panel / c
@@ -119,15 +120,19 @@ def mask_before_vs_after(scores) -> LabFigure:
     for k, (w, title, name) in enumerate(zip((before, after), titles, ("before", "after"))):
         dx = k * shift
         colours = CMAP(norm(w))  # (T, T, 4), one call for the whole grid
-        edges = np.arange(T + 1) - 0.5
-        ax.pcolormesh(  # a mesh of cells: no image resampling on every draw
-            dx + edges, edges, np.ma.masked_array(w, blocked), cmap=cmap, norm=norm, label=name
+        _cell_image(  # the heatmap's own numpy-painted image: no resampling per draw
+            ax,
+            np.ma.masked_array(w, blocked),
+            cmap=cmap,
+            norm=norm,
+            extent=(dx - 0.5, dx + T - 0.5, T - 0.5, -0.5),
+            label=name,
         )
         cells = []
         for i in range(T):
             for j in range(T):
                 if blocked[i, j]:
-                    cells.append(_blocked_cell(ax, i, j, dx=dx, label=name))
+                    cells.append((dx + j - 0.5, i - 0.5, 1.0, 1.0))
                     continue
                 _text(
                     ax,
@@ -156,7 +161,8 @@ def mask_before_vs_after(scores) -> LabFigure:
                 label=name,
                 clip_on=False,
             )
-        _stripes(ax, cells)
+        # their outlines and stripes: one path for the whole panel, not a patch per cell
+        _stripes(ax, cells, gid="blocked", lw=0.5, label=name)
         # the right panel's rows line up with the left one's: its query indices would repeat
         _grid_axes(ax, T, c, "key j", "query i" if k == 0 else None, dx=dx, width=shift + T)
         _label(ax, dx + (T - 1) / 2, -0.6, title, size=TITLE_SIZE, va="bottom", clip_on=False)
