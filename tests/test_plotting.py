@@ -284,7 +284,7 @@ def _text_figure(canvas_class=None):
 
 
 def _ink_boxes(rgba):
-    """Per-label bounding boxes of the non-white pixels, by connected row/column bands."""
+    """How many pixels are inked, and the bounding box (rows, columns) of all of them."""
     ink = np.asarray(rgba)[..., :3].min(-1) < 200  # (h, w) True where drawn
     rows, cols = np.nonzero(ink)
     return ink.sum(), (rows.min(), rows.max(), cols.min(), cols.max())
@@ -335,7 +335,8 @@ def test_cell_image_paints_what_matplotlibs_resampling_paints(T, n_panels, dpi):
     import matplotlib
     from matplotlib.image import AxesImage
 
-    from attention_lab.headgrid import HeadGrid, _CellImage
+    from attention_lab.headgrid import HeadGrid
+    from attention_lab.plotting import _CellImage
 
     rng = np.random.default_rng(T)
     weights = rng.random((n_panels, T, T))

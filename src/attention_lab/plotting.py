@@ -7,6 +7,10 @@ weights stay visible; positions the mask blocked are grey and striped, with a le
 entry "blocked" (pass ``mask=``; it is never guessed from zeros). Colours, font sizes
 and dpi come from ``palette``. The drawn diagrams are in ``diagrams``.
 
+Heatmap cells are painted by numpy (``_CellImage``, an ``AxesImage`` without matplotlib's
+resampling) and labels are rasterised once and reused (``LabCanvas``): the figures draw fast
+enough for the explorer's sliders.
+
 Figures have a white background, so they read the same in a light and a dark Jupyter
 theme. They are ``LabFigure`` objects -- matplotlib figures not registered with pyplot:
 a cell that ends with one shows it once as a PNG, and there is nothing to close.
@@ -24,6 +28,8 @@ from matplotlib import rcParams
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.figure import Figure
 from matplotlib.font_manager import fontManager
+from matplotlib.image import AxesImage
+from matplotlib.transforms import IdentityTransform
 
 from .palette import DPI, LABEL_SIZE, LINE_COLORS, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
 
@@ -224,6 +230,66 @@ def png_bytes(pixels: np.ndarray) -> bytes:
         + chunk(b"IDAT", zlib.compress(raw, 1))
         + chunk(b"IEND", b"")
     )
+
+
+# -- heatmap cells painted by numpy -------------------------------------------------------
+
+
+class _CellImage(AxesImage):
+    """An ``imshow`` image (nearest neighbour, axis-aligned) painted by numpy: each screen
+    pixel takes the colour of the cell its centre falls in -- what matplotlib's own
+    resampling gives, for a fraction of the work. A full draw and the explorer's fast
+    redraw both paint through here, so they give the same pixels."""
+
+    def make_image(self, renderer, magnification=1.0, unsampled=False):
+        trans = self.get_transform()
+        if unsampled or magnification != 1.0 or not trans.is_affine or self.origin != "upper":
+            return super().make_image(renderer, magnification, unsampled)
+        data = self.get_array()
+        n_rows, n_cols = data.shape[:2]
+        left, right, bottom, top = self.get_extent()
+        (x_left, y_top), (x_right, y_bottom) = trans.transform([(left, top), (right, bottom)])
+        if abs(trans.transform((left, bottom))[0] - x_left) > 1e-6:  # rotated: not ours
+            return super().make_image(renderer, magnification, unsampled)
+        clip = self.get_clip_box() or self.axes.bbox
+        lo_x = max(min(x_left, x_right), clip.x0, 0.0)
+        hi_x = min(max(x_left, x_right), clip.x1, renderer.width)
+        lo_y = max(min(y_top, y_bottom), clip.y0, 0.0)
+        hi_y = min(max(y_top, y_bottom), clip.y1, renderer.height)
+        px = np.arange(math.ceil(lo_x - 0.5), math.floor(hi_x - 0.5) + 1)  # pixel columns
+        py = np.arange(math.ceil(lo_y - 0.5), math.floor(hi_y - 0.5) + 1)  # rows, bottom first
+        if px.size == 0 or py.size == 0:
+            return None, 0, 0, None
+        # a pixel whose centre lies exactly on a cell edge goes to the earlier cell, as in
+        # matplotlib's resampler (hence the -1e-6)
+        cols = np.floor((px + 0.5 - x_left) / (x_right - x_left) * n_cols - 1e-6).astype(int)
+        rows = np.floor((py + 0.5 - y_top) / (y_bottom - y_top) * n_rows - 1e-6).astype(int)
+        rgba = self.to_rgba(data, bytes=True, norm=True)  # (n_rows, n_cols, 4) uint8
+        image = _repeat(
+            _repeat(rgba, np.clip(rows, 0, n_rows - 1), 0), np.clip(cols, 0, n_cols - 1), 1
+        )
+        return image, int(px[0]), int(py[0]), IdentityTransform()  # Agg: row 0 at the bottom
+
+
+def _repeat(a: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
+    """``a.take(index, axis)`` for a monotonic ``index`` (runs of one cell), done with
+    ``np.repeat``: about 15 times faster than fancy indexing on a panel."""
+    lo, hi = int(index.min()), int(index.max())
+    part = a.take(np.arange(lo, hi + 1), axis=axis)
+    counts = np.bincount(index - lo, minlength=hi - lo + 1)
+    if index[0] > index[-1]:  # decreasing: the cells in reverse order
+        part, counts = np.flip(part, axis), counts[::-1]
+    return np.repeat(part, counts, axis=axis)
+
+
+def _cell_image(ax, data, **kwargs) -> _CellImage:
+    """``ax.imshow(data, interpolation="nearest", **kwargs)``, as a ``_CellImage``."""
+    image = _CellImage(ax, interpolation="nearest", **kwargs)
+    image.set_data(data)
+    ax.add_image(image)
+    image.set_extent(kwargs.get("extent") or image.get_extent())
+    ax.set_aspect("equal")
+    return image
 
 
 def plot_heads(

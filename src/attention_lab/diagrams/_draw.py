@@ -13,7 +13,7 @@ from matplotlib.patches import Circle, FancyArrowPatch, PathPatch, Rectangle
 from matplotlib.path import Path
 from matplotlib.transforms import TransformedPatchPath
 
-from .._checks import as_size
+from .._checks import as_size, check_heads
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_HATCH_COLOR,
@@ -49,17 +49,10 @@ def _size(name: str, value, low: int = 1, high: int | None = None, example: int 
 
 
 def _heads(D: int, H: int) -> int:
-    """Check D and H for a head diagram; return d_head = D // H."""
+    """Check D and H for a head diagram (sizes it can draw); return d_head = D // H."""
     H = _size("n_heads", H, 1, MAX_HEADS, example=4)
     D = _size("d_model", D, 1, MAX_D, example=32)
-    if D % H:
-        lower = (D // H) * H
-        hint = f"{lower} or {lower + H}" if lower else f"{H}"
-        raise ValueError(
-            f"d_model={D} is not divisible by n_heads={H}; pick d_model as a multiple of "
-            f"n_heads (for example d_model={hint})"
-        )
-    return D // H
+    return check_heads(D, H)  # the library's own divisibility check and message
 
 
 def _weights(values, name: str, ndim: int) -> np.ndarray:
@@ -86,7 +79,7 @@ def _canvas(width: float, height: float, xlim, ylim, ax=None):
         ax = fig.add_axes((0.01, 0.01, 0.98, 0.98))
     else:
         fig = ax.figure
-        if ax.get_children() and (ax.artists or ax.patches or ax.texts or ax.collections):
+        if ax.has_data() or ax.texts or ax.artists:
             ax.clear()  # a used axes; a fresh one is clean already (clearing costs ~12 ms)
     ax.set_xlim(*xlim)
     ax.set_ylim(*ylim)
@@ -99,6 +92,12 @@ def _own_axes(width: float, height: float, top: float = 0.86):
     fig = LabFigure(figsize=(width, height), dpi=DPI)
     ax = fig.add_axes((0.01, 0.01, 0.98, top - 0.01))
     return fig, ax
+
+
+def _suptitle(fig, text: str, gap: float, **kw) -> None:
+    """The figure's title, its top ``gap`` inches below the figure's top edge."""
+    height = fig.get_size_inches()[1]
+    fig.suptitle(text, fontsize=TITLE_SIZE, color=TEXT_COLOR, y=1 - gap / height, va="top", **kw)
 
 
 def _title(fig, ax, text: str, own_figure: bool) -> None:

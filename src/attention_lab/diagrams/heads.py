@@ -7,9 +7,9 @@ import functools
 
 from matplotlib.patches import Rectangle
 
-from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE, head_color
+from ..palette import DPI, LABEL_SIZE, TICK_SIZE, head_color
 from ..plotting import LabFigure
-from ._draw import _arrow, _box, _canvas, _heads, _label, _row_lines, _size, _title
+from ._draw import _arrow, _box, _canvas, _heads, _label, _row_lines, _size, _suptitle, _title
 
 # -- 06: the head split -------------------------------------------------------------------
 
@@ -182,11 +182,5 @@ def head_rows(D: int, H: int, fused: bool = False) -> LabFigure:
             ha="right",
         )
     what = "Q, K and V rows" if fused else "rows of W_q"
-    fig.suptitle(
-        f"Which {what} each head owns\nD = {D}, n_heads = {H}, d_head = {d_head}",
-        fontsize=TITLE_SIZE,
-        color=TEXT_COLOR,
-        y=1 - 0.08 / height,
-        va="top",
-    )
+    _suptitle(fig, f"Which {what} each head owns\nD = {D}, n_heads = {H}, d_head = {d_head}", 0.08)
     return fig

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ..headgrid import _cell_image
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_HATCH_COLOR,
@@ -14,13 +13,12 @@ from ..palette import (
     CMAP,
     DPI,
     LABEL_SIZE,
-    TEXT_COLOR,
     TICK_SIZE,
     TITLE_SIZE,
     text_color_on,
     weight_norm,
 )
-from ..plotting import LabFigure
+from ..plotting import LabFigure, _cell_image
 from ._draw import (
     ARROW,
     EDGE,
@@ -34,6 +32,7 @@ from ._draw import (
     _own_axes,
     _size,
     _stripes,
+    _suptitle,
     _text,
     _title,
     _weights,
@@ -77,13 +76,8 @@ def causal_mask_grid(T: int) -> LabFigure:
         [(BLOCKED_LABEL, BLOCKED_COLOR, "///"), ("allowed (j ≤ i)", "white", None)],
     )
     n = T * (T - 1) // 2
-    fig.suptitle(
-        f"Causal mask, T = {T}: {n} of {T * T} cells blocked",
-        fontsize=TITLE_SIZE,
-        color=TEXT_COLOR,
-        x=(1.1 + g / 2) / width,
-        y=1 - 0.15 / height,
-        va="top",
+    _suptitle(
+        fig, f"Causal mask, T = {T}: {n} of {T * T} cells blocked", 0.15, x=(1.1 + g / 2) / width
     )
     return fig
 
@@ -167,13 +161,11 @@ def mask_before_vs_after(scores) -> LabFigure:
         _grid_axes(ax, T, c, "key j", "query i" if k == 0 else None, dx=dx, width=shift + T)
         _label(ax, dx + (T - 1) / 2, -0.6, title, size=TITLE_SIZE, va="bottom", clip_on=False)
     _key(fig, (x0 + 0.1) / width, 0.4 / height, [(BLOCKED_LABEL, BLOCKED_COLOR, "///")])
-    fig.suptitle(
+    _suptitle(
+        fig,
         "The same scores, two ways to hide the future: only masking first keeps "
         "every row summing to 1",
-        fontsize=TITLE_SIZE,
-        color=TEXT_COLOR,
-        y=1 - 0.1 / height,
-        va="top",
+        0.1,
     )
     return fig
 

@@ -17,6 +17,7 @@ from ._draw import (
     _own_axes,
     _row_lines,
     _size,
+    _suptitle,
     _title,
 )
 
@@ -181,11 +182,5 @@ def tiled_softmax(T: int, tile: int, step: int | None = None) -> LabFigure:
         color=TEXT_COLOR,
     )
     which = "every step" if step is None else f"step {step} of {n}"
-    fig.suptitle(
-        f"Tiled attention with an online softmax: T = {T}, tile = {tile}, {which}",
-        fontsize=TITLE_SIZE,
-        color=TEXT_COLOR,
-        y=1 - 0.12 / height,
-        va="top",
-    )
+    _suptitle(fig, f"Tiled attention with an online softmax: T = {T}, tile = {tile}, {which}", 0.12)
     return fig
