@@ -15,6 +15,7 @@ from attention_lab import (
     evaluate,
     make_batch,
     pick_device,
+    tasks,
     train,
     train_tiny_lm,
 )
@@ -304,3 +305,152 @@ def test_compare_n_heads_trains_one_model_per_head_count_and_seed():
     )
     assert result[2][1] == history.final_loss
     assert result[1][0] != result[2][0]
+
+
+# --- the lookup task: a lookup by content -------------------------------------------------
+
+
+def _lookup_rows(n=64, T=12, seed=0):
+    return make_batch("lookup", n, T, 64, generator=torch.Generator().manual_seed(seed))
+
+
+def _pair_key_value(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    offset = ids - tasks.LOOKUP_PAIR
+    return offset // tasks.LOOKUP_VALUES, offset % tasks.LOOKUP_VALUES
+
+
+@pytest.mark.parametrize("T", [2, 5, 12, 16])
+def test_lookup_rows_are_pairs_with_distinct_keys_then_queries_with_their_values(T):
+    x, y = _lookup_rows(40, T)
+    P = tasks.lookup_pairs(T)
+    assert x.shape == y.shape == (40, T) and P == min(6, T // 2)
+    keys, values = _pair_key_value(x[:, :P])
+    assert (x[:, :P] >= tasks.LOOKUP_PAIR).all() and (x[:, :P] < tasks.MIN_VOCAB["lookup"]).all()
+    assert all(len(set(row.tolist())) == P for row in keys)  # one pair per key
+    assert (y[:, :P] == IGNORE_INDEX).all()  # the pairs themselves are not scored
+    asked = x[:, P:] - tasks.LOOKUP_QUERY  # (N, T - P): the key each query asks for
+    assert ((asked >= 0) & (asked < len(tasks.LOOKUP_KEYS))).all()
+    for row in range(40):
+        stored = dict(zip(keys[row].tolist(), values[row].tolist()))
+        assert y[row, P:].tolist() == [stored[k] for k in asked[row].tolist()]
+
+
+def test_the_answer_of_a_lookup_sits_at_a_position_chosen_by_content():
+    # Over many rows, the pair a query needs stands at every one of the pair positions:
+    # no fixed offset (as in "previous" or "repeat") can find it.
+    x, _ = _lookup_rows(512)
+    P = tasks.lookup_pairs(12)
+    where = (x[:, :P, None] - tasks.LOOKUP_PAIR) // tasks.LOOKUP_VALUES == (
+        x[:, None, P:] - tasks.LOOKUP_QUERY
+    )  # (N, P, T - P): pair p holds the key that query q asks for
+    assert (where.sum(1) == 1).all()  # exactly one pair answers each query
+    positions = where.float().argmax(1)  # (N, T - P)
+    assert set(positions.flatten().tolist()) == set(range(P))
+
+
+def test_shuffling_the_pairs_keeps_every_lookup_target():
+    x, y = _lookup_rows(64)
+    shuffled = tasks.shuffle_pairs(x, torch.Generator().manual_seed(3))
+    P = tasks.lookup_pairs(12)
+    assert not torch.equal(shuffled, x)
+    assert torch.equal(shuffled[:, P:], x[:, P:])
+    assert torch.equal(shuffled[:, :P].sort(1).values, x[:, :P].sort(1).values)
+    for row in range(64):  # the same dictionary, so the same answers
+        assert dict(zip(*map(torch.Tensor.tolist, _pair_key_value(shuffled[row, :P])))) == dict(
+            zip(*map(torch.Tensor.tolist, _pair_key_value(x[row, :P])))
+        )
+
+
+def test_token_labels_name_pairs_queries_values_trigrams_and_the_separator():
+    x, y = _lookup_rows(1)
+    labels = tasks.token_labels("lookup", x[0])
+    assert labels[0].count("=") == 1 and labels[-1].endswith("?")
+    assert tasks.token_labels("lookup", [0, 6, 12, 47]) == ["0", "a?", "a=0", "f=5"]
+    assert tasks.token_labels("trigram", [0, 3, 4, 5, 67]) == ["a", "d", "aaa", "aab", "ddd"]
+    assert tasks.token_labels("repeat", [SEP, 5]) == ["SEP", "5"]
+    assert tasks.token_labels("copy", [0, 5]) == ["0", "5"]
+
+
+@pytest.mark.parametrize("task", ["lookup", "trigram"])
+def test_a_vocabulary_too_small_for_the_task_is_refused_with_the_fix(task):
+    need = tasks.MIN_VOCAB[task]
+    with pytest.raises(ValueError, match=f"vocab_size >= {need}.*vocab_size={need - 1}"):
+        make_batch(task, 4, 12, need - 1)
+
+
+@pytest.fixture(scope="module")
+def lookup_runs():
+    """The lookup task trained with and without position embeddings (notebook 08's setting)."""
+    return {pos: train_tiny_lm("lookup", positions=pos, progress=False) for pos in (True, False)}
+
+
+def test_lookup_reaches_95_percent_on_held_out_rows_with_and_without_positions(lookup_runs):
+    for positions, (_model, history) in lookup_runs.items():
+        assert history.held_out and history.eval_rows > 400
+        assert history.final_accuracy >= 0.95, positions
+    assert lookup_runs[False][0].pos_emb is None
+
+
+def test_a_trained_lookup_model_still_answers_when_the_pairs_are_shuffled(lookup_runs):
+    model, _ = lookup_runs[True]
+    x, y = make_batch("lookup", 256, generator=torch.Generator().manual_seed(99))
+    shuffled = tasks.shuffle_pairs(x, torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        for rows in (x, shuffled):
+            keep = y != IGNORE_INDEX
+            assert (model(rows).argmax(-1)[keep] == y[keep]).float().mean() >= 0.95
+
+
+def test_lookup_attention_goes_to_the_pair_with_the_asked_key(lookup_runs):
+    model, _ = lookup_runs[False]
+    x, _ = make_batch("lookup", 128, generator=torch.Generator().manual_seed(4))
+    P = tasks.lookup_pairs(12)
+    with torch.no_grad():
+        _, w = model(x, return_weights=True)  # (N, H, T, T)
+    match = (x[:, None, :P] - tasks.LOOKUP_PAIR) // tasks.LOOKUP_VALUES == (
+        x[:, P:, None] - tasks.LOOKUP_QUERY
+    )  # (N, T - P, P): query q's key is in pair p
+    on_match = (w[:, :, P:, :P] * match[:, None]).sum(-1).mean(dim=(0, 2))  # (H,)
+    even = sum(1 / (i + 1) for i in range(P, 12)) / (12 - P)  # an even spread's share
+    assert on_match.max() > max(0.5, 4 * even)  # a head looks up the pair by its key
+
+
+def test_without_positions_the_repeat_task_collapses_but_lookup_does_not(lookup_runs):
+    _, rep = train_tiny_lm("repeat", positions=False, progress=False)
+    assert rep.final_accuracy < 0.5 <= 0.95 <= lookup_runs[False][1].final_accuracy
+
+
+# --- the trigram task: three sources, in order -------------------------------------------
+
+
+def test_trigram_targets_are_the_last_three_letters_in_order():
+    x, y = make_batch("trigram", 30, 12, 68, generator=torch.Generator().manual_seed(2))
+    assert x.shape == y.shape == (30, 12) and x.max() < 4
+    assert (y[:, :2] == IGNORE_INDEX).all()
+    for row in range(30):
+        for i in range(2, 12):
+            word = "".join(tasks.TRIGRAM_LETTERS[int(t)] for t in x[row, i - 2 : i + 1])
+            assert tasks.token_labels("trigram", [y[row, i]]) == [word]
+
+
+def test_an_even_average_of_the_three_sources_cannot_tell_their_order():
+    # The argument behind one head's ceiling: the mean of three value vectors is the same
+    # for every order of the same letters, so at best one ordering per multiset is right.
+    from itertools import product
+
+    words = list(product(range(4), repeat=3))
+    orders = {}
+    for w in words:
+        orders.setdefault(tuple(sorted(w)), []).append(w)
+    ceiling = sum(1 / len(orders[tuple(sorted(w))]) for w in words) / len(words)
+    assert ceiling == pytest.approx(tasks.trigram_even_average_ceiling()) == 20 / 64
+
+
+def test_train_tiny_lm_with_no_argument_trains_the_tables_setting():
+    for task, setting in tasks.TASK_SETTINGS.items():
+        model, history = train_tiny_lm(task, epochs=1, n_rows=32, progress=False)
+        assert model.vocab_size == setting["vocab_size"]
+        assert model.context_length == setting["context_length"]
+    _, history = train_tiny_lm("trigram", n_heads=2, n_rows=64, progress=False)
+    assert len(history.epoch_losses) == tasks.TASK_SETTINGS["trigram"]["epochs"]
+    assert len(history.step_losses) == 3 * 2  # 64 rows in batches of 32, 3 epochs

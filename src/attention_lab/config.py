@@ -28,6 +28,9 @@ class TinyLMConfig:
         mask_kind: "causal", "sliding" (needs ``window``) or "none".
         window: with "sliding", each position sees itself and the ``window - 1`` before it.
         qkv_bias, out_bias: biases of the fused QKV projection and the output projection.
+        positions: False leaves out the position table, so the model sees only which
+            tokens there are (and, through the causal mask, which came before): the
+            control that tells a positional task from a lookup by content (notebook 08).
     """
 
     vocab_size: int = 64
@@ -39,6 +42,7 @@ class TinyLMConfig:
     window: int | None = None
     qkv_bias: bool = True
     out_bias: bool = True
+    positions: bool = True
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "context_length"):

@@ -1,15 +1,33 @@
 """Toy tasks to train attention on (notebook 08).
 
-* ``"copy"``: each row is one random id repeated over the whole context; the
-  targets are the inputs shifted by one, so the next token always equals the last one.
-  There are only ``vocab_size`` different rows.
-* ``"previous"``: random ids; the target at position i is the token at i - 1. A model
-  can only solve it by looking one step back, so a trained head lights up the
-  sub-diagonal of its attention map. Position 0 has no answer and is ignored.
+Each task says what a model must do to solve it:
+
+* ``"copy"``: each row is one random id repeated over the whole context; the targets are
+  the inputs shifted by one. Every position holds the answer, so *any* causal weights
+  solve it, random ones included: it is a plumbing check (does training run, do gradients
+  reach every part?), not a test of attention. Only ``vocab_size`` different rows exist.
+* ``"previous"``: random ids; the target at position i is the token at i - 1. Solved by
+  looking one step back, a fixed *position*: a trained head lights up the sub-diagonal.
+  Position 0 has no answer and is ignored.
 * ``"repeat"``: a random sequence, a separator (id ``SEP`` = 0), then the same sequence
-  again. The second half can only be written by fetching each token from the first half,
-  m = ``(T + 1) // 2`` positions back: a trained head draws a diagonal shifted by m.
-  Only the second half is scored; the first half is random and cannot be predicted.
+  again. Each token of the second half sits m = ``(T + 1) // 2`` positions back, whatever
+  the tokens are: a *positional* task (a trained head draws a diagonal shifted by m, and
+  without position embeddings the model cannot solve it). Only the second half is scored.
+* ``"lookup"``: a small dictionary, then questions about it. The first positions hold
+  key-value pairs, one token each (``"c=4"``: key c stores value 4), with distinct keys in
+  a random order; the rest are queries (``"c?"``) whose target is the value stored with
+  that key. Where the answer sits depends on *what the tokens are*, not on where the query
+  stands: solved only by matching the query's key against each pair's key, a lookup by
+  content. It needs no position embeddings, and shuffling the pairs changes nothing.
+* ``"trigram"``: random letters a-d; the target at position i >= 2 is the ordered triple
+  of the letters at i - 2, i - 1 and i, written as one of 64 trigram ids. It needs three
+  tokens from three places, *in order*: one head returns one weighted average of its
+  sources, and an even average of a, b, c is the same in every order, so a single head
+  can keep the order only by weighting its three sources unevenly. Heads that each take
+  one source keep it for free. Positions 0 and 1 are ignored.
+
+Token ids of ``"lookup"``: values 0..5, queries 6..11 (``a?``..``f?``), pairs 12..47;
+of ``"trigram"``: letters 0..3, trigrams 4..67. ``token_labels`` names them.
 """
 
 from __future__ import annotations
@@ -18,9 +36,47 @@ import torch
 
 from ._checks import check_positive
 
-TASKS = ("copy", "previous", "repeat")
+TASKS = ("copy", "previous", "repeat", "lookup", "trigram")
 IGNORE_INDEX = -100  # targets with this value are left out of the loss and the accuracy
 SEP = 0  # the separator of the "repeat" task; its random ids are drawn from 1..vocab_size-1
+
+LOOKUP_KEYS = "abcdef"  # the dictionary's keys; values are 0..LOOKUP_VALUES-1
+LOOKUP_VALUES = 6
+LOOKUP_QUERY = LOOKUP_VALUES  # id of the query "a?"; "b?" is one more, ...
+LOOKUP_PAIR = LOOKUP_QUERY + len(LOOKUP_KEYS)  # id of the pair "a=0"; key k, value v: + k*V + v
+TRIGRAM_LETTERS = "abcd"
+TRIGRAM_FIRST = len(TRIGRAM_LETTERS)  # id of the trigram "aaa"; the rest follow in order
+
+# The smallest vocabulary each task's ids fit in.
+MIN_VOCAB = {
+    "copy": 1,
+    "previous": 1,
+    "repeat": 2,
+    "lookup": LOOKUP_PAIR + len(LOOKUP_KEYS) * LOOKUP_VALUES,  # 48
+    "trigram": TRIGRAM_FIRST + len(TRIGRAM_LETTERS) ** 3,  # 68
+}
+
+# One table of the setting each task is trained with in notebook 08: TinyLMConfig fields
+# and ``train`` options. ``train_tiny_lm(task)`` trains exactly this; keywords change it.
+TASK_SETTINGS = {
+    "copy": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
+    "previous": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
+    "repeat": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
+    "lookup": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
+    "trigram": {"vocab_size": 68, "context_length": 12, "epochs": 3, "n_rows": 2048},
+}
+
+
+def check_task(task: str, vocab_size: int | None = None) -> str:
+    """``task`` if it is known (and its ids fit in ``vocab_size``), else a ValueError."""
+    if task not in TASKS:
+        raise ValueError(f"task={task!r} is not known; use one of {TASKS}")
+    if vocab_size is not None and vocab_size < MIN_VOCAB[task]:
+        raise ValueError(
+            f"the {task} task needs vocab_size >= {MIN_VOCAB[task]} for its token ids, got "
+            f"vocab_size={vocab_size}; use vocab_size={TASK_SETTINGS[task]['vocab_size']}"
+        )
+    return task
 
 
 def repeat_offset(context_length: int) -> int:
@@ -28,19 +84,29 @@ def repeat_offset(context_length: int) -> int:
     return (check_positive("context_length", context_length) + 1) // 2
 
 
+def lookup_pairs(context_length: int) -> int:
+    """How many key-value pairs a ``"lookup"`` row starts with (the rest are queries)."""
+    return min(len(LOOKUP_KEYS), check_positive("context_length", context_length) // 2)
+
+
 def make_batch(
     task: str = "copy",
     n_rows: int = 32,
     context_length: int = 12,
-    vocab_size: int = 64,
+    vocab_size: int | None = None,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Return ``(inputs, targets)``, both int64 of shape (n_rows, context_length)."""
-    if task not in TASKS:
-        raise ValueError(f"task={task!r} is not known; use one of {TASKS}")
+    """Return ``(inputs, targets)``, both int64 of shape (n_rows, context_length).
+
+    ``vocab_size`` defaults to the task's own (``TASK_SETTINGS``: 64, or 68 for trigram).
+    """
     n_rows = check_positive("n_rows", n_rows)
     T = check_positive("context_length", context_length)
+    check_task(task)
+    if vocab_size is None:
+        vocab_size = TASK_SETTINGS[task]["vocab_size"]
     vocab_size = check_positive("vocab_size", vocab_size)
+    check_task(task, vocab_size)
     if task == "copy":
         ids = torch.randint(vocab_size, (n_rows, 1), generator=generator)  # (N, 1)
         row = ids.expand(n_rows, T + 1)  # (N, T + 1)
@@ -50,10 +116,14 @@ def make_batch(
         y = torch.full_like(x, IGNORE_INDEX)  # (N, T)
         y[:, 1:] = x[:, :-1]
         return x, y
-    if T < 2 or vocab_size < 2:
+    if task == "lookup":
+        return _lookup_batch(n_rows, T, generator)
+    if task == "trigram":
+        return _trigram_batch(n_rows, T, generator)
+    if T < 2:
         raise ValueError(
-            f"the repeat task needs context_length >= 2 and vocab_size >= 2 (one id is the "
-            f"separator), got context_length={T}, vocab_size={vocab_size}; try 12 and 64"
+            f"the repeat task needs context_length >= 2 (one position is the separator), "
+            f"got context_length={T}; try 12"
         )
     m = repeat_offset(T)
     first = torch.randint(1, vocab_size, (n_rows, m), generator=generator)  # (N, m)
@@ -62,6 +132,87 @@ def make_batch(
     x, y = row[:, :-1].clone(), row[:, 1:].clone()  # (N, T), (N, T)
     y[:, :m] = IGNORE_INDEX  # the first half (and the separator) cannot be predicted
     return x, y
+
+
+def _lookup_batch(n_rows: int, T: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
+    if T < 2:
+        raise ValueError(
+            f"the lookup task needs context_length >= 2 (a pair and a query), got "
+            f"context_length={T}; try 12"
+        )
+    n_pairs, n_keys = lookup_pairs(T), len(LOOKUP_KEYS)
+    keys = torch.rand(n_rows, n_keys, generator=generator).argsort(dim=1)[:, :n_pairs]  # (N, P)
+    values = torch.randint(LOOKUP_VALUES, (n_rows, n_pairs), generator=generator)  # (N, P)
+    asked = torch.randint(n_pairs, (n_rows, T - n_pairs), generator=generator)  # (N, T - P)
+    pairs = LOOKUP_PAIR + keys * LOOKUP_VALUES + values  # (N, P)
+    queries = LOOKUP_QUERY + keys.gather(1, asked)  # (N, T - P)
+    x = torch.cat([pairs, queries], dim=1)  # (N, T)
+    y = torch.full_like(x, IGNORE_INDEX)  # (N, T): the pairs are not scored
+    y[:, n_pairs:] = values.gather(1, asked)
+    return x, y
+
+
+def _trigram_batch(n_rows: int, T: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
+    A = len(TRIGRAM_LETTERS)
+    x = torch.randint(A, (n_rows, T), generator=generator)  # (N, T)
+    y = torch.full_like(x, IGNORE_INDEX)  # (N, T): positions 0 and 1 have no trigram
+    y[:, 2:] = TRIGRAM_FIRST + (x[:, :-2] * A + x[:, 1:-1]) * A + x[:, 2:]
+    return x, y
+
+
+def trigram_even_average_ceiling() -> float:
+    """The best accuracy on ``"trigram"`` from an *even* average of the three sources.
+
+    An even average (a + b + c) / 3 is the same for every order of the same letters, so
+    the best a reader of it can do is guess one ordering of the letters it sees: right
+    1 time in 6 when all three differ, 1 in 3 when two are equal, always when all are.
+    Averaged over the 64 equally likely trigrams: 20 / 64 = 31.25 %.
+    """
+    from collections import Counter
+    from itertools import product
+
+    words = list(product(range(len(TRIGRAM_LETTERS)), repeat=3))
+    orderings = Counter(tuple(sorted(w)) for w in words)  # multiset -> how many words
+    return sum(1 / orderings[tuple(sorted(w))] for w in words) / len(words)
+
+
+def shuffle_pairs(x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``"lookup"`` rows (N, T) with the pairs in a new random order (queries unchanged).
+
+    The targets stay the same: a lookup by content does not care where a pair stands.
+    """
+    n_pairs = lookup_pairs(x.shape[1])
+    order = torch.rand(x.shape[0], n_pairs, generator=generator).argsort(dim=1)  # (N, P)
+    out = x.clone()
+    out[:, :n_pairs] = x[:, :n_pairs].gather(1, order)
+    return out
+
+
+def token_labels(task: str, ids) -> list[str]:
+    """Readable names of a row's token ids: ``"c=4"``, ``"c?"``, ``"abd"``, ``"SEP"``."""
+    check_task(task)
+    return [_token_label(task, int(i)) for i in ids]
+
+
+def _token_label(task: str, i: int) -> str:
+    if not 0 <= i < MIN_VOCAB[task] or task in ("copy", "previous"):
+        return str(i)
+    if task == "repeat" and i == SEP:
+        return "SEP"
+    if task == "lookup":
+        if i < LOOKUP_QUERY:
+            return str(i)
+        if i < LOOKUP_PAIR:
+            return f"{LOOKUP_KEYS[i - LOOKUP_QUERY]}?"
+        key, value = divmod(i - LOOKUP_PAIR, LOOKUP_VALUES)
+        return f"{LOOKUP_KEYS[key]}={value}"
+    if task == "trigram":
+        A = len(TRIGRAM_LETTERS)
+        if i < TRIGRAM_FIRST:
+            return TRIGRAM_LETTERS[i]
+        a, rest = divmod(i - TRIGRAM_FIRST, A * A)
+        return "".join(TRIGRAM_LETTERS[j] for j in (a, *divmod(rest, A)))
+    return str(i)
 
 
 def rows_in(rows: torch.Tensor, table: torch.Tensor) -> torch.Tensor:

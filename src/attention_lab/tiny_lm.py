@@ -1,6 +1,7 @@
 """``TinyLM``: the smallest model around the attention block (notebook 08).
 
-token embedding + position embedding -> MultiHeadSelfAttention -> LM head.
+token embedding + position embedding -> MultiHeadSelfAttention -> LM head
+(``positions=False`` in the config leaves the position embedding out).
 No feed-forward block, residual or layer norm: the chapter leaves those to the next one,
 so every bit of information between positions has to pass through attention.
 """
@@ -33,7 +34,8 @@ class TinyLM(nn.Module):
         c = self.config
         self.vocab_size, self.context_length = c.vocab_size, c.context_length
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
-        self.pos_emb = nn.Embedding(c.context_length, c.d_model)
+        # None without positions: no table that would get no gradient
+        self.pos_emb = nn.Embedding(c.context_length, c.d_model) if c.positions else None
         self.attn = MultiHeadSelfAttention(
             c.d_model,
             c.n_heads,
@@ -51,9 +53,9 @@ class TinyLM(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """(B, T) int64 ids -> (B, T, vocab) logits, and (B, H, T, T) weights if asked."""
         self._check_ids(idx)
-        T = idx.shape[1]
-        pos = torch.arange(T, device=idx.device)  # (T,)
-        x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, D)
+        x = self.tok_emb(idx)  # (B, T, D)
+        if self.pos_emb is not None:
+            x = x + self.pos_emb(torch.arange(idx.shape[1], device=idx.device))  # (B, T, D)
         if return_weights:
             out, weights = self.attn(x, return_weights=True)  # (B, T, D), (B, H, T, T)
             return self.lm_head(out), weights  # (B, T, vocab)

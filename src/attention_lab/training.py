@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from ._checks import check_positive
 from .config import FIELDS, TinyLMConfig
 from .device import cpu_threads
-from .tasks import IGNORE_INDEX, make_batch, rows_in
+from .tasks import IGNORE_INDEX, TASK_SETTINGS, check_task, make_batch, rows_in
 from .tiny_lm import TinyLM
 
 EVAL_ROWS, EVAL_SEED = 512, 1234  # the evaluation batch every training run reports on
@@ -175,15 +175,23 @@ def train_tiny_lm(
     device: torch.device | str = "cpu",
     **kwargs,
 ) -> tuple[TinyLM, TrainHistory]:
-    """Seed, build a ``TinyLM`` from ``config`` and ``train`` it: one call for the explorer.
+    """Seed, build a ``TinyLM`` and ``train`` it on ``task``: one call per notebook result.
 
-    Keywords that name a ``TinyLMConfig`` field (``n_heads=8``) change the config; the
-    others (``epochs``, ``n_rows``, ``progress``, ...) go to ``train``.
+    With no other argument it trains the setting notebook 08 uses for that task
+    (``tasks.TASK_SETTINGS[task]``: vocabulary, context length, epochs, rows; the other
+    sizes are ``TinyLMConfig``'s defaults). Keywords change it: those that name a
+    ``TinyLMConfig`` field (``n_heads=1``, ``positions=False``) change the model, the
+    others (``epochs``, ``n_rows``, ``progress``, ...) go to ``train``. A ``config``
+    replaces the table's model fields (the table's training options still apply).
     """
+    settings = dict(TASK_SETTINGS[check_task(task)])
+    table_fields = {k: settings.pop(k) for k in list(settings) if k in FIELDS}
     fields = {k: kwargs.pop(k) for k in list(kwargs) if k in FIELDS}
+    if config is None:
+        config = TinyLMConfig(**table_fields)
     torch.manual_seed(seed)
     model = TinyLM(config, **fields).to(device)
-    return model, train(model, task, seed=seed, **kwargs)
+    return model, train(model, task, seed=seed, **{**settings, **kwargs})
 
 
 def compare_n_heads(
@@ -191,19 +199,27 @@ def compare_n_heads(
     n_heads: tuple[int, ...] = (4, 8),
     seeds: range | tuple[int, ...] = range(5),
     config: TinyLMConfig | None = None,
+    metric: str = "loss",
     **train_kwargs,
 ) -> dict[int, list[float]]:
-    """Train one model per (n_heads, seed) and return ``{n_heads: [final loss per seed]}``.
+    """Train one model per (n_heads, seed); return ``{n_heads: [final loss per seed]}``.
+
+    ``metric="accuracy"`` returns the held-out accuracies instead of the losses.
 
     One seed is one anecdote: a claim such as "8 heads end lower than 4" holds only if it
     holds across seeds. ``seed`` sets both the initialisation and the data order, so the
     two head counts see the same data for the same seed. Keywords go to
     ``train_tiny_lm`` (config fields such as ``d_model``, or ``train`` options).
     """
+    if metric not in ("loss", "accuracy"):
+        raise ValueError(f"metric={metric!r} is not known; use 'loss' or 'accuracy'")
     train_kwargs.setdefault("progress", False)
     return {
         h: [
-            train_tiny_lm(task, config, n_heads=h, seed=s, **train_kwargs)[1].final_loss
+            getattr(
+                train_tiny_lm(task, config, n_heads=h, seed=s, **train_kwargs)[1],
+                f"final_{metric}",
+            )
             for s in seeds
         ]
         for h in n_heads
