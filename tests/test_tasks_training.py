@@ -346,6 +346,7 @@ def test_the_answer_of_a_lookup_sits_at_a_position_chosen_by_content():
     assert (where.sum(1) == 1).all()  # exactly one pair answers each query
     positions = where.float().argmax(1)  # (N, T - P)
     assert set(positions.flatten().tolist()) == set(range(P))
+    assert torch.equal(tasks.lookup_sources(x), positions)
 
 
 def test_shuffling_the_pairs_keeps_every_lookup_target():

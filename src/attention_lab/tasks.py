@@ -176,6 +176,15 @@ def trigram_even_average_ceiling() -> float:
     return sum(1 / orderings[tuple(sorted(w))] for w in words) / len(words)
 
 
+def lookup_sources(x: torch.Tensor) -> torch.Tensor:
+    """(N, T - P) int64: for each query of ``"lookup"`` rows x (N, T), the position of the
+    pair that holds its key (P = ``lookup_pairs(T)``): where a lookup by content must look."""
+    n_pairs = lookup_pairs(x.shape[1])
+    keys = (x[:, :n_pairs] - LOOKUP_PAIR) // LOOKUP_VALUES  # (N, P): the key of each pair
+    asked = x[:, n_pairs:] - LOOKUP_QUERY  # (N, T - P): the key each query asks for
+    return (asked[:, :, None] == keys[:, None, :]).float().argmax(-1)  # (N, T - P)
+
+
 def shuffle_pairs(x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """``"lookup"`` rows (N, T) with the pairs in a new random order (queries unchanged).
 
