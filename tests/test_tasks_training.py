@@ -455,3 +455,12 @@ def test_train_tiny_lm_with_no_argument_trains_the_tables_setting():
     _, history = train_tiny_lm("trigram", n_heads=2, n_rows=64, progress=False)
     assert len(history.epoch_losses) == tasks.TASK_SETTINGS["trigram"]["epochs"]
     assert len(history.step_losses) == 3 * 2  # 64 rows in batches of 32, 3 epochs
+
+
+def test_train_tiny_lm_reproduces_the_notebooks_model_of_each_task(previous_run):
+    # 08 builds TinyLM(config) under torch.manual_seed(0) and calls train(model, task): the
+    # same model and numbers as train_tiny_lm(task) with no other argument.
+    model, history = train_tiny_lm("previous", progress=False)
+    assert history.final_loss == previous_run[1].final_loss
+    for a, b in zip(model.parameters(), previous_run[0].parameters()):
+        assert torch.equal(a, b)
