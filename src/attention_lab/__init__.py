@@ -10,6 +10,9 @@ The public API, in the order the chapter introduces it:
   ``train``, ``evaluate``
 * pictures: ``plot_heads``, ``plot_loss``, ``text_heatmap``, and the drawn diagrams in
   ``attention_lab.diagrams``
+* real text (09): ``attention_lab.text`` (the Shakespeare text shipped in the package, ``Vocab``,
+  ``split``, ``get_batch``, the bigram baseline) and ``attention_lab.charlm`` (``CharLM``: the
+  block with layer norm, residual connections and an MLP; ``train_charlm``, ``head_shares``)
 
 Convention: a boolean mask is True where attention is **blocked**.
 
@@ -45,7 +48,17 @@ _LAZY = {
     "plot_loss": "plotting",
     "text_heatmap": "plotting",
 }
-_SUBMODULES = ("cost", "diagrams", "exercises", "headgrid", "palette", "plotting", "widgets")
+_SUBMODULES = (
+    "charlm",
+    "cost",
+    "diagrams",
+    "exercises",
+    "headgrid",
+    "palette",
+    "plotting",
+    "text",
+    "widgets",
+)
 
 
 def __getattr__(name: str):
