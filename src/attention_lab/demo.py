@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from .config import TinyLMConfig
-from .tasks import TASKS, make_batch
+from .tasks import MIN_VOCAB, TASK_SETTINGS, TASKS, make_batch, token_labels
 from .training import train_tiny_lm
 
 DEFAULT_OUT = Path("artifacts") / "attention_heads.png"
@@ -26,12 +26,21 @@ def run(argv: list[str] | None = None) -> None:
     parser.add_argument("--n-heads", type=int, default=4)
     parser.add_argument("--d-model", type=int, default=32)
     parser.add_argument("--context-length", type=int, default=12)
-    parser.add_argument("--vocab-size", type=int, default=64)
+    parser.add_argument(
+        "--vocab-size", type=int, default=None, help="default: the task's own (64; trigram 68)"
+    )
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--head", type=int, default=0, help="which head to print as text")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to save the PNG")
     args = parser.parse_args(argv)
+    if args.vocab_size is None:
+        args.vocab_size = TASK_SETTINGS[args.task]["vocab_size"]
+    if args.vocab_size < MIN_VOCAB[args.task]:
+        parser.error(
+            f"--vocab-size={args.vocab_size} is too small for the {args.task} task's token ids; "
+            f"use --vocab-size={MIN_VOCAB[args.task]} or more"
+        )
     if not 0 <= args.head < args.n_heads:
         parser.error(
             f"--head={args.head} does not exist with --n-heads={args.n_heads}; "
@@ -69,7 +78,7 @@ def run(argv: list[str] | None = None) -> None:
         _, weights = model(x, return_weights=True)  # (1, H, T, T)
     from .plotting import plot_heads, text_heatmap
 
-    tokens = [str(int(t)) for t in x[0]]
+    tokens = token_labels(args.task, x[0])
     print(f"\nhead {args.head}, weights on one sequence (rows: query, columns: key):")
     print(text_heatmap(weights[0, args.head], tokens=[str(i) for i in range(len(tokens))]))
     fig = plot_heads(weights[0], tokens=tokens, suptitle=f"TinyLM, {args.task} task")
