@@ -6,7 +6,7 @@ offline HTML decks, and write the teacher's timing table.
     python tools/slides.py html [--out build/slides] [NOTEBOOK ...]   # offline reveal.js decks
     python tools/slides.py guide-table                       # markdown timing table (teaching/)
 
-With no NOTEBOOK, the chapter: notebooks/01_*.ipynb ... 08_*.ipynb (`guide-table` adds the
+With no NOTEBOOK, the chapter: notebooks/01_*.ipynb ... 09_*.ipynb (`guide-table` adds the
 explorer). The same metadata drives both the live slideshow (RISE in JupyterLab, Alt+R) and
 the static decks (nbconvert's slides exporter), so the slides are the notebook, not a copy.
 
@@ -69,7 +69,7 @@ MIN_PER_NOTES_CELL = 0.5  # speaker notes are said aloud
 
 
 def chapter_notebooks(with_explorer: bool = False) -> list[Path]:
-    paths = sorted(NOTEBOOKS.glob("0[1-8]_*.ipynb"))
+    paths = sorted(NOTEBOOKS.glob("0[1-9]_*.ipynb"))
     if with_explorer:
         paths.append(NOTEBOOKS / "explorer.ipynb")
     return paths
