@@ -102,8 +102,8 @@ def test_every_cell_of_the_chapter_has_slideshow_metadata(path):
     assert slides.slide_type(nb.cells[0]) == "slide", "the title opens the deck"
 
 
-def test_the_chapter_has_eight_notebooks():
-    assert [p.name[:2] for p in CHAPTER] == [f"0{i}" for i in range(1, 9)]
+def test_the_chapter_has_nine_notebooks():
+    assert [p.name[:2] for p in CHAPTER] == [f"0{i}" for i in range(1, 10)]
 
 
 @pytest.mark.parametrize("path", CHAPTER, ids=lambda p: p.stem)
