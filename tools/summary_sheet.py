@@ -80,6 +80,24 @@ def n_params(D: int, H: int, T: int = 8) -> int:
     return sum(p.numel() for p in MultiHeadSelfAttention(D, H, context_length=T).parameters())
 
 
+def block_params(D: int = 64, H: int = 4, T: int = 32) -> dict[str, int]:
+    """Parameters of notebook 09's whole block (``attention_lab.charlm.Block``), counted by part."""
+    from attention_lab.charlm import Block
+
+    block = Block(D, H, T)
+    counts = {
+        "D": D,
+        "attention": sum(p.numel() for p in block.attn.parameters()),
+        "mlp": sum(p.numel() for p in block.mlp.parameters()),
+        "norms": sum(p.numel() for p in (*block.ln1.parameters(), *block.ln2.parameters())),
+        "total": sum(p.numel() for p in block.parameters()),
+    }
+    # the formulas the sheet prints next to the counts
+    assert counts["attention"] == 4 * D * D + 4 * D and counts["mlp"] == 8 * D * D + 5 * D
+    assert counts["norms"] == 4 * D and counts["total"] == sum(list(counts.values())[1:4])
+    return counts
+
+
 def mask_conventions(T: int = 4) -> list[tuple[str, str, str]]:
     """(API, how the mask is passed, what True means), found by running each API."""
     from attention_lab.functional import attention
@@ -179,11 +197,12 @@ def render(lang: str = "en") -> str:
         ("GPT-2 small", GPT2["D"], GPT2["H"], n_params(GPT2["D"], GPT2["H"], GPT2["T"])),
     ]
     costs = cost_rows(GPT2["D"], GPT2["H"])
+    full = {k: _fmt(v) for k, v in block_params().items()}
     label = _english if lang == "en" else _chinese
     walk_rows, conv_rows, count_rows, cost_rows_html = _table_rows(walk, conv, counts, costs, label)
     ratio = costs[1][2] / costs[0][2]
     if lang == "zh-CN":
-        return _render_zh(c, d_head, walk_rows, conv_rows, count_rows, cost_rows_html, ratio)
+        return _render_zh(c, d_head, walk_rows, conv_rows, count_rows, cost_rows_html, ratio, full)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -234,6 +253,10 @@ Found by running each API with <code>causal_mask({4})</code> when this page was 
 <p class="small"><code>qkv</code>: 3D² weights + 3D biases; <code>out_proj</code>: D² + D.
 H does not appear: more heads cut the same D features into narrower pieces.
 “counted” = <code>sum(p.numel())</code> of a built <code>MultiHeadSelfAttention</code>.</p>
+<p class="small">A whole Transformer block (notebook 09, <code>attention_lab.charlm.Block</code>:
+<code>x + attn(ln1(x))</code>, then <code>x + mlp(ln2(x))</code>) at D = {full["D"]}: attention
+{full["attention"]} + MLP {full["mlp"]} (8D² + 5D) + two layer norms {full["norms"]} (4D) =
+{full["total"]}, counted.</p>
 </div>
 <div>
 <h2>Cost in T (GPT-2 small block, B = 1)</h2>
@@ -331,7 +354,7 @@ def _table_rows(walk, conv, counts, costs, label) -> tuple[str, str, str, str]:
     return walk_rows, conv_rows, count_rows, cost_rows_html
 
 
-def _render_zh(c, d_head, walk_rows, conv_rows, count_rows, cost_rows_html, ratio) -> str:
+def _render_zh(c, d_head, walk_rows, conv_rows, count_rows, cost_rows_html, ratio, full) -> str:
     return f"""<!DOCTYPE html>
 <html lang="zh-CN">
 <head>
@@ -382,6 +405,10 @@ d<sub>head</sub> = D / H 个特征里完成这一步；随后 <code>out_proj</co
 公式里没有 H：头数变多，只是把同样的 D 个特征切成更窄的几份。
 “实际计数”是对构建好的 <code>MultiHeadSelfAttention</code>
 求 <code>sum(p.numel())</code> 的结果。</p>
+<p class="small">完整的 Transformer 块（笔记本 09，<code>attention_lab.charlm.Block</code>：
+<code>x + attn(ln1(x))</code>，再 <code>x + mlp(ln2(x))</code>）在 D = {full["D"]} 时：注意力
+{full["attention"]} + MLP {full["mlp"]}（8D² + 5D）+ 两个层归一化 {full["norms"]}（4D）=
+{full["total"]}，均为实际计数。</p>
 </div>
 <div>
 <h2>开销随 T 的增长（GPT-2 small 的一个块，B = 1）</h2>
