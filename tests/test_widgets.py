@@ -6,8 +6,10 @@ pixels a full matplotlib draw gives.
 
 from __future__ import annotations
 
+import html
 import io
 import itertools
+import re
 
 import ipywidgets
 import numpy as np
@@ -15,11 +17,13 @@ import pytest
 import torch
 from PIL import Image
 
+from attention_lab import tasks
 from attention_lab.diagrams import head_split
 from attention_lab.masks import build_mask
 from attention_lab.plotting import HeadGrid, plot_heads
 from attention_lab.widgets import (
     ALL_HEADS,
+    CONTEXT_LENGTH,
     CSS_DPI,
     D_MODEL_CHOICES,
     DIAGRAM_CSS_DPI,
@@ -27,10 +31,15 @@ from attention_lab.widgets import (
     MASK_CHOICES,
     PIXEL_RATIO,
     RENDER_DPI,
+    TASK_CHOICES,
+    VOCAB_SIZE,
     AttentionExplorer,
     d_model_choices,
+    example_sequence,
     parse_sequence,
     png_bytes,
+    position_labels,
+    untrained_model,
 )
 
 
@@ -135,7 +144,188 @@ def test_parse_sequence_accepts_spaces_and_commas():
 def test_the_token_labels_follow_the_sequence():
     ex = AttentionExplorer(sequence="9 8 7")
     first = ex.figure.axes[0]
-    assert [t.get_text() for t in first.get_yticklabels()] == ["9", "8", "7"]
+    assert [t.get_text() for t in first.get_yticklabels()] == ["0:9", "1:8", "2:7"]
+
+
+# -- the tasks the explorer offers, and how their tokens are shown ---------------------------
+
+
+def test_the_task_toggle_offers_exactly_the_tasks_whose_ids_fit_the_vocabulary():
+    fits = tuple(task for task in tasks.TASKS if tasks.MIN_VOCAB[task] <= VOCAB_SIZE)
+    ex = AttentionExplorer(diagram=False)
+    assert ex.task.options == TASK_CHOICES == fits == ("copy", "previous", "repeat", "lookup")
+    assert len(ex.task.tooltips) == len(TASK_CHOICES)
+    for task in TASK_CHOICES:  # each one draws, and its example's ids fit
+        ex.task.value = task
+        assert_drawn(ex)
+        ids = parse_sequence(ex.sequence.value, task=task)
+        assert len(ids) == CONTEXT_LENGTH and max(ids) < VOCAB_SIZE
+    with pytest.raises(ValueError, match="does not offer the trigram task.*vocab_size >= 68"):
+        AttentionExplorer(task="trigram")
+    with pytest.raises(ValueError, match="not known"):
+        AttentionExplorer(task="reverse")
+
+
+@pytest.mark.parametrize("task", TASK_CHOICES)
+def test_an_example_is_written_in_the_tasks_tokens_and_reads_back_as_its_ids(task):
+    x, _ = tasks.make_batch(
+        task, 1, CONTEXT_LENGTH, VOCAB_SIZE, generator=torch.Generator().manual_seed(7)
+    )
+    text = example_sequence(task)
+    assert text.split() == tasks.token_labels(task, x[0])
+    assert parse_sequence(text, task=task) == x[0].tolist()
+    assert parse_sequence(" ".join(map(str, x[0].tolist())), task=task) == x[0].tolist()  # ids
+
+
+def test_lookup_and_repeat_tokens_can_be_typed_and_ids_still_work():
+    assert parse_sequence("a=0 F=5 c? 3", task="lookup") == [12, 47, 8, 3]
+    assert parse_sequence("5 sep 5", task="repeat") == [5, tasks.SEP, 5]
+    assert parse_sequence("5, 12 7") == [5, 12, 7]
+    ex = AttentionExplorer(task="lookup", sequence="12 30 7")  # ids: shown as tokens too
+    assert ex.message.value == ""
+    assert "reads as <code>a=0 d=0 b?</code>" in ex.status.value
+    ex.sequence.value = "a=0 d=0 b?"  # typed as tokens: nothing to translate
+    assert "reads as" not in ex.status.value and "4 heads" in ex.status.value
+
+
+@pytest.mark.parametrize(
+    "task, text, words",
+    [
+        ("lookup", "a=3 g=1", "'g=1' is not a token of the lookup task"),
+        ("lookup", "a=6 b?", "'a=6' is not a token of the lookup task"),
+        ("lookup", "a=3 SEP", "queries such as c?"),
+        ("lookup", "", "for example a=3 b=1 a?"),
+        ("repeat", "5 sop 5", "or SEP for the separator"),
+        ("copy", "a=3", "'a=3' is not a token id"),
+        ("lookup", "a=3 99", "token id 99 is outside the vocabulary"),
+    ],
+)
+def test_a_bad_token_shows_a_message_that_says_what_to_type(task, text, words):
+    ex = AttentionExplorer(task=task, diagram=False)
+    ex.sequence.value = text
+    message = html.unescape(ex.message.value)
+    assert words in message and "Traceback" not in message
+    assert ex.image.layout.display == "none" and ex.status.value == ""
+    ex.sequence.value = example_sequence(task)
+    assert_drawn(ex)
+
+
+def tick_texts(ex: AttentionExplorer) -> tuple[list[str], list[str]]:
+    """(row labels of the first panel, column labels of the last panel)."""
+    panels = [ax for ax in ex.figure.axes if ax.images and ax.get_title()]
+    rows = [t.get_text() for t in panels[0].get_yticklabels()]
+    return rows, [t.get_text() for t in panels[-1].get_xticklabels()]
+
+
+@pytest.mark.parametrize("task", TASK_CHOICES)
+def test_every_row_and_column_is_labelled_position_and_token(task):
+    ex = AttentionExplorer(task=task, diagram=False)
+    for n_heads in HEAD_CHOICES:
+        ex.n_heads.value = n_heads
+        ids = parse_sequence(ex.sequence.value, task=task)
+        expected = position_labels(task, ids)
+        rows, columns = tick_texts(ex)
+        assert rows == columns == expected and len(expected) == CONTEXT_LENGTH
+        assert len(set(expected)) == len(expected)  # unique, even where a token repeats
+        names = tasks.token_labels(task, ids)
+        assert expected == [f"{i}:{name}" for i, name in enumerate(names)]
+        assert all(re.fullmatch(r"\d+:\S+", label) for label in expected)
+    # the snapshot carries the same labels
+    snapshot = ex.snapshot()
+    panels = [ax for ax in snapshot.axes if ax.images and ax.get_title()]
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == expected
+
+
+def test_the_lookup_tick_labels_name_pairs_queries_and_the_separator():
+    ex = AttentionExplorer(task="lookup", sequence="a=3 c=4 c? a?", diagram=False)
+    assert tick_texts(ex)[0] == ["0:a=3", "1:c=4", "2:c?", "3:a?"]
+    ex.task.value = "repeat"
+    rows, _ = tick_texts(ex)
+    assert rows[8] == "8:SEP" and rows[0] == "0:" + ex.sequence.value.split()[0]
+    ex.task.value = "copy"
+    assert tick_texts(ex)[0][:2] == ["0:47", "1:47"]
+
+
+@pytest.mark.parametrize("n_heads", HEAD_CHOICES)
+def test_sixteen_tick_labels_are_at_least_9_pt_and_do_not_overlap(n_heads):
+    ex = AttentionExplorer(task="lookup", n_heads=n_heads, diagram=False)
+    renderer = ex.figure.canvas.get_renderer()
+    panels = [ax for ax in ex.figure.axes if ax.images and ax.get_title()]
+    for axis_labels, along in (
+        (panels[0].get_yticklabels(), "y"),
+        (panels[-1].get_xticklabels(), "x"),
+    ):
+        assert len(axis_labels) == CONTEXT_LENGTH
+        assert all(t.get_fontsize() >= 9 for t in axis_labels)
+        boxes = [t.get_window_extent(renderer) for t in axis_labels]
+        for a, b in zip(boxes, boxes[1:]):  # neighbours leave a gap
+            gap = a.y0 - b.y1 if along == "y" else b.x0 - a.x1
+            assert gap > 0, (along, a, b)
+        inside = ex.figure.bbox
+        assert all(inside.x0 <= box.x0 and box.y0 >= inside.y0 for box in boxes)
+
+
+# -- lookup, trained in the explorer ------------------------------------------------------
+
+
+def lookup_weight_on_the_asked_pair(model) -> torch.Tensor:
+    """(N, H, T - P): each head's weight, from each query of 128 fresh lookup rows, on the
+    pair that holds the query's key."""
+    T = CONTEXT_LENGTH
+    P = tasks.lookup_pairs(T)
+    g = torch.Generator().manual_seed(4)
+    x, _ = tasks.make_batch("lookup", 128, T, VOCAB_SIZE, generator=g)  # (N, T)
+    keys = (x[:, :P] - tasks.LOOKUP_PAIR) // tasks.LOOKUP_VALUES  # (N, P)
+    asked = x[:, P:] - tasks.LOOKUP_QUERY  # (N, T - P)
+    source = (asked[:, :, None] == keys[:, None, :]).float().argmax(-1)  # (N, T - P)
+    with torch.no_grad():
+        _, w = model(x, return_weights=True)  # (N, H, T, T)
+    index = source[:, None, :, None].expand(-1, w.shape[1], -1, 1)  # (N, H, T - P, 1)
+    return w[:, :, P:, :P].gather(-1, index)[..., 0]  # (N, H, T - P)
+
+
+@pytest.fixture(scope="module")
+def lookup_explorer():
+    return AttentionExplorer(n_heads=4, d_model=32, task="lookup", trained=True, diagram=False)
+
+
+def test_lookup_trains_in_the_explorer_to_95_percent_held_out(lookup_explorer):
+    history = lookup_explorer.history
+    assert history.held_out and history.eval_rows > 400
+    assert history.final_accuracy >= 0.95
+    assert "trained on lookup" in lookup_explorer.metrics.value
+
+
+def test_in_the_trained_lookup_each_query_row_picks_the_pair_with_its_key(lookup_explorer):
+    model, _ = lookup_explorer.model_for(True, "lookup", 32, 4, "causal", None)
+    on_pair = lookup_weight_on_the_asked_pair(model)  # (N, H, T - P)
+    best = on_pair.max(dim=1).values  # (N, T - P): the head that looks hardest, per query
+    assert best.median() > 0.9 and (best > 0.5).float().mean() > 0.9
+    # the control: random weights put about an even share there, and no query gets half
+    untrained = lookup_weight_on_the_asked_pair(untrained_model(32, 4, "causal", None))
+    assert untrained.max(dim=1).values.median() < 0.25
+    assert (untrained.max(dim=1).values > 0.5).float().mean() < 0.05
+    # and in the picture on show: each query row has a head that looks at its pair
+    ids = parse_sequence(lookup_explorer.sequence.value, task="lookup")
+    P = tasks.lookup_pairs(len(ids))
+    stored = {tasks.token_labels("lookup", [i])[0][0]: p for p, i in enumerate(ids[:P])}
+    for q, i in enumerate(ids[P:], start=P):
+        key = tasks.token_labels("lookup", [i])[0][0]  # "c?" -> "c"
+        assert lookup_explorer.weights[:, q, stored[key]].max() > 0.5, (q, key)
+
+
+def test_moving_a_pair_moves_the_column_its_queries_look_at(lookup_explorer):
+    tokens = example_sequence("lookup").split()
+    P = tasks.lookup_pairs(len(tokens))
+    moved = tokens[:P][::-1] + tokens[P:]  # the same dictionary, pairs in reverse order
+    lookup_explorer.sequence.value = " ".join(moved)
+    try:
+        w = lookup_explorer.weights  # (H, T, T)
+        for q in range(P, len(moved)):
+            pair = next(p for p in range(P) if moved[p][0] == moved[q][0])
+            assert w[:, q, pair].max() > 0.5, (q, moved[q])
+    finally:
+        lookup_explorer.sequence.value = " ".join(tokens)
 
 
 def test_every_offered_combination_renders_and_respects_its_mask():
@@ -195,7 +385,7 @@ def test_every_head_focus_renders(explorer):
         explorer.head.value = ALL_HEADS
 
 
-@pytest.mark.parametrize("task", ["copy", "previous"])
+@pytest.mark.parametrize("task", ["copy", "previous", "repeat"])
 def test_trained_mode_reaches_a_low_loss_and_shows_it(task):
     ex = AttentionExplorer(n_heads=4, d_model=32, task=task)
     assert ex.history is None and "untrained" in ex.metrics.value

@@ -8,6 +8,11 @@ diagram of notebook 06 for the current n_heads and d_model. In trained mode it t
 ``TinyLM`` on the chosen toy task for the chosen setting (about a second on a laptop CPU,
 with a progress bar), keeps the result, and shows the loss and accuracy beside the heatmaps.
 
+The tasks are those of ``tasks`` whose token ids fit the explorer's vocabulary
+(``TASK_CHOICES``): copy (a plumbing check), previous and repeat (positional) and lookup
+(by content). The sequence box reads token ids and each task's own tokens (``c=4``, ``c?``,
+``SEP``), and every row and column of a heatmap is labelled ``position:token`` (``3:c=4``).
+
 It runs wherever ipywidgets 7.7 or 8 run (JupyterLab, Colab, Voila: ``make explore``) and
 needs no JavaScript of its own. The picture is made for the screen:
 
@@ -43,7 +48,7 @@ from .config import TinyLMConfig
 from .device import cpu_threads
 from .headgrid import HeadGrid
 from .plotting import LabFigure, plot_heads, png_bytes
-from .tasks import TASKS, make_batch
+from .tasks import LOOKUP_KEYS, LOOKUP_VALUES, MIN_VOCAB, SEP, TASKS, make_batch, token_labels
 from .tiny_lm import TinyLM
 from .training import TrainHistory, evaluate, train_tiny_lm
 
@@ -52,10 +57,25 @@ D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64)
 MASK_CHOICES = ("causal", "sliding", "none")
 CONTEXT_LENGTH = 16  # the longest input sequence (and the models' context_length)
 VOCAB_SIZE = 64
+# The tasks the toggle offers: those whose token ids fit in VOCAB_SIZE, so no choice can
+# crash. That leaves out "trigram": its 64 trigram ids come after its 4 letters, so they
+# need vocab_size 68 (notebook 08 trains it with its own vocabulary).
+TASK_CHOICES = tuple(task for task in TASKS if MIN_VOCAB[task] <= VOCAB_SIZE)
+TASK_TOOLTIPS = {
+    "copy": "a plumbing check: every earlier position holds the answer, so any pattern solves it",
+    "previous": "positional: the answer is the token one step back",
+    "repeat": "positional: the answer sits a fixed number of steps back, after SEP",
+    "lookup": "by content: find the pair with the query's key (c? -> the value of c=4)",
+}
 ALL_HEADS = -1  # value of the ``head`` control that shows every head
 # Training in trained mode: 64 Adam steps (2 epochs of 1024 rows, batches of 32). Enough
-# for the copy and "previous" tasks at d_model >= 16; small widths visibly learn slower.
+# for the copy, "previous" and "repeat" tasks at d_model >= 16 (99.9 % or more held out at
+# n_heads = 4, d_model = 32); small widths visibly learn slower.
 TRAIN_SETTINGS = {"epochs": 2, "n_rows": 1024, "batch_size": 32, "lr": 1e-2}
+# "lookup" learns later: at n_heads = 4, d_model = 32 it answers 92 % of held-out queries
+# after 64 steps and 100 % after 128 (0.3 s instead of 0.2 s on one thread), so it trains
+# 4 epochs. The other tasks keep their 64 steps.
+TASK_TRAIN_SETTINGS = {"lookup": {"epochs": 4}}
 SEED = 0
 # The live picture: shown at up to CSS_DPI CSS pixels per inch of the figure, rendered with
 # PIXEL_RATIO times as many pixels: 1.5 is one image pixel per screen pixel at 150 % zoom
@@ -65,6 +85,20 @@ CSS_DPI = 100
 PIXEL_RATIO = 1.5
 RENDER_DPI = round(CSS_DPI * PIXEL_RATIO)
 DIAGRAM_CSS_DPI = 80  # the head-split diagram is shown a little smaller than the heatmaps
+# Inches per heatmap panel (one head alone: 4). At 2.5 a row of a 16-token panel is 11.25 pt
+# high, room for a 9 pt label on each of the 16 rows and columns (at 2.3 HeadGrid labelled
+# only every other one); the 4-panel figure is 14.3 in, 1433 CSS px, inside a 1920 px screen.
+PANEL_SIZE = 2.5
+SINGLE_PANEL_SIZE = 4.0
+# What each task's tokens look like, for the messages of parse_sequence
+TOKEN_HELP = {
+    "repeat": f"SEP for the separator (id {SEP})",
+    "lookup": (
+        f"pairs such as c=4 (keys {LOOKUP_KEYS[0]} to {LOOKUP_KEYS[-1]}, values 0 to "
+        f"{LOOKUP_VALUES - 1}) and queries such as c?"
+    ),
+}
+EXAMPLE_INPUT = {"repeat": "5 12 SEP 5 12", "lookup": "a=3 b=1 a?"}
 
 
 def d_model_choices(n_heads: int) -> tuple[int, ...]:
@@ -72,31 +106,74 @@ def d_model_choices(n_heads: int) -> tuple[int, ...]:
     return tuple(d for d in D_MODEL_CHOICES if d % n_heads == 0)
 
 
+def check_explorer_task(task: str) -> str:
+    """``task`` if the explorer offers it, else a ValueError that says why and what to do."""
+    if task in TASK_CHOICES:
+        return task
+    if task in TASKS:
+        raise ValueError(
+            f"the explorer does not offer the {task} task: its token ids need vocab_size >= "
+            f"{MIN_VOCAB[task]} and the explorer's models have vocab_size={VOCAB_SIZE}; pick "
+            f"one of {TASK_CHOICES}, or train it with train_tiny_lm({task!r}) (notebook 08)"
+        )
+    raise ValueError(f"task={task!r} is not known; use one of {TASK_CHOICES}")
+
+
 def example_sequence(task: str, length: int = CONTEXT_LENGTH) -> str:
-    """A fixed example input for ``task`` as space-separated token ids."""
+    """A fixed example input for ``task``, written in the task's tokens (``token_labels``):
+    token ids for copy and previous, ``SEP`` for repeat's separator, ``c=4`` and ``c?`` for
+    lookup. ``parse_sequence(text, task=task)`` reads it back into ids."""
     g = torch.Generator().manual_seed(7)
     x, _ = make_batch(task, 1, length, VOCAB_SIZE, generator=g)  # (1, T)
-    return " ".join(str(int(t)) for t in x[0])
+    return " ".join(token_labels(task, x[0]))
+
+
+def position_labels(task: str, ids) -> list[str]:
+    """Tick labels ``position:token`` (``"3:c=4"``, ``"8:SEP"``, ``"0:47"``): unique even
+    where a token repeats, and readable for every task (``tasks.token_labels``)."""
+    return [f"{i}:{name}" for i, name in enumerate(token_labels(task, ids))]
+
+
+def _names(task: str | None, vocab_size: int) -> dict[str, int]:
+    """``{"c=4": 28, "c?": 8, ...}``: the task's tokens that are not plain ids, lower case."""
+    if task is None:
+        return {}
+    ids = range(min(vocab_size, MIN_VOCAB[task]))
+    return {name.lower(): i for i, name in zip(ids, token_labels(task, ids)) if name != str(i)}
 
 
 def parse_sequence(
-    text: str, vocab_size: int = VOCAB_SIZE, context_length: int = CONTEXT_LENGTH
+    text: str,
+    vocab_size: int = VOCAB_SIZE,
+    context_length: int = CONTEXT_LENGTH,
+    task: str | None = None,
 ) -> list[int]:
-    """``"5 12 7"`` -> ``[5, 12, 7]``, or a ValueError that says how to fix the text."""
+    """``"5 12 7"`` -> ``[5, 12, 7]``, or a ValueError that says how to fix the text.
+
+    With a ``task``, its own tokens are read too (any case): for lookup ``"a=3 b? 2"`` ->
+    ``[15, 7, 2]``, for repeat ``"SEP"`` -> ``0``; ids always work.
+    """
+    names = _names(task, vocab_size)
+    help_ = f", or {TOKEN_HELP[task]}" if task in TOKEN_HELP else ""
     parts = text.replace(",", " ").split()
     if not parts:
+        example = EXAMPLE_INPUT.get(task, "5 12 7 7")
         raise ValueError(
-            f"the sequence is empty; type token ids from 0 to {vocab_size - 1} separated by "
-            "spaces, for example 5 12 7 7"
+            f"the sequence is empty; type token ids from 0 to {vocab_size - 1}{help_}, "
+            f"separated by spaces, for example {example}"
         )
     ids = []
     for part in parts:
         try:
             token = int(part)
         except ValueError:
+            if part.lower() in names:
+                ids.append(names[part.lower()])
+                continue
+            what = f"a token of the {task} task" if names else "a token id"
             raise ValueError(
-                f"{part!r} is not a token id; use whole numbers from 0 to {vocab_size - 1} "
-                "separated by spaces"
+                f"{part!r} is not {what}; use whole numbers from 0 to {vocab_size - 1}"
+                f"{help_}, separated by spaces"
             ) from None
         if not 0 <= token < vocab_size:
             raise ValueError(
@@ -139,7 +216,13 @@ def train_setting(
     """
     config = model_config(d_model, n_heads, mask_kind, window)
     with torch.random.fork_rng(devices=[]), cpu_threads(1):
-        return train_tiny_lm(task, config, seed=SEED, progress=progress, **TRAIN_SETTINGS)
+        return train_tiny_lm(task, config, seed=SEED, progress=progress, **train_settings(task))
+
+
+def train_settings(task: str) -> dict:
+    """The ``train`` options trained mode uses for ``task``: ``TRAIN_SETTINGS``, with the
+    task's own changes (``TASK_TRAIN_SETTINGS``: more epochs for lookup)."""
+    return {**TRAIN_SETTINGS, **TASK_TRAIN_SETTINGS.get(task, {})}
 
 
 def untrained_model(d_model: int, n_heads: int, mask_kind: str, window: int | None) -> TinyLM:
@@ -202,15 +285,19 @@ class AttentionExplorer(widgets.VBox):
     Controls (each an ipywidget; set ``.value`` to drive it from code):
         n_heads: 1, 2, 4 or 8 heads.
         d_model: the model width; only values divisible by n_heads are offered.
-        sequence: the input, token ids 0..63 separated by spaces (up to 16 tokens).
+        sequence: the input, up to 16 tokens separated by spaces: ids 0..63 or the task's
+            own tokens ("c=4", "c?", "SEP"; see ``parse_sequence``).
         trained: False = freshly initialised model, True = trained on ``task``.
-        task: "copy" or "previous", the toy task trained mode learns.
+        task: the toy task trained mode learns, one of ``TASK_CHOICES``: "copy" (a plumbing
+            check), "previous" and "repeat" (positional), "lookup" (by content). It also
+            names the tokens in the sequence box and in the tick labels.
         mask: "causal", "sliding" (each position sees itself and window - 1 before it)
             or "none" (every position sees every other).
         window: the sliding window's width.
         head: ``ALL_HEADS`` (-1) for every head, or one head's number.
 
-    Read-outs: ``status`` ("4 heads · d_head = 8 · 4 panels"), ``message`` (a friendly
+    Read-outs: ``status`` ("4 heads · d_head = 8 · 4 panels", and the sequence in the task's
+    tokens when it was typed otherwise, e.g. as ids), ``message`` (a friendly
     error, empty when all is well), ``metrics`` (loss and accuracy), ``image`` (the PNG),
     ``diagram`` (the head-split diagram as a PNG), ``progress`` (training's progress bar),
     ``figure`` (the last matplotlib figure drawn), ``weights`` ((panels, T, T) numpy array),
@@ -236,8 +323,7 @@ class AttentionExplorer(widgets.VBox):
         prebuild: bool | None = None,
         diagram: bool = True,
     ):
-        if task not in TASKS:
-            raise ValueError(f"task={task!r} is not known; use one of {TASKS}")
+        check_explorer_task(task)
         if n_heads not in HEAD_CHOICES:
             raise ValueError(f"n_heads={n_heads} is not offered; pick one of {HEAD_CHOICES}")
         if d_model not in d_model_choices(n_heads):
@@ -256,16 +342,20 @@ class AttentionExplorer(widgets.VBox):
         self.sequence = widgets.Text(
             value=sequence if sequence is not None else example_sequence(task),
             description="sequence",
-            placeholder="token ids 0..63, e.g. 5 12 7 7",
+            placeholder=_placeholder(task),
             continuous_update=False,
-            layout=widgets.Layout(width="460px", max_width="100%"),
+            layout=widgets.Layout(width="520px", max_width="100%"),
             style=label,
         )
         self.trained = widgets.ToggleButtons(
             options=[("untrained", False), ("trained", True)],
             value=trained,
         )
-        self.task = widgets.ToggleButtons(options=TASKS, value=task)
+        self.task = widgets.ToggleButtons(
+            options=TASK_CHOICES,
+            value=task,
+            tooltips=[TASK_TOOLTIPS[t] for t in TASK_CHOICES],
+        )
         self.mask = widgets.ToggleButtons(options=MASK_CHOICES, value=mask)
         self.window = widgets.IntSlider(
             value=window, min=1, max=CONTEXT_LENGTH, description="window", **slider
@@ -318,7 +408,7 @@ class AttentionExplorer(widgets.VBox):
         self._with_diagram = diagram
         if not diagram:
             self.diagram.layout.display = "none"
-        self._labels: tuple = ()  # tokens, titles, suptitle of the picture on show
+        self._labels: tuple = ()  # tokens, titles, suptitle, panel size of the picture on show
         self._holding = False
 
         def wrap():
@@ -407,6 +497,7 @@ class AttentionExplorer(widgets.VBox):
 
     def _on_task(self, change) -> None:
         with self.hold():
+            self.sequence.placeholder = _placeholder(change["new"])
             self.sequence.value = example_sequence(change["new"])
 
     def _on_change(self, change=None) -> None:
@@ -473,7 +564,7 @@ class AttentionExplorer(widgets.VBox):
     def _redraw(self) -> None:
         s = self.setting()
         d_head = check_heads(s["d_model"], s["n_heads"])
-        ids = parse_sequence(s["sequence"])
+        ids = parse_sequence(s["sequence"], task=s["task"])
         window = s["window"] if s["mask"] == "sliding" else None
         if s["trained"]:
             self.message.value = (
@@ -490,16 +581,19 @@ class AttentionExplorer(widgets.VBox):
         blocked = model.attn.mask[:T, :T].numpy()  # (T, T), True = blocked
         heads = list(range(s["n_heads"])) if s["head"] == ALL_HEADS else [s["head"]]
         w = weights[0, heads].numpy()  # (panels, T, T)
-        tokens = [str(t) for t in ids]
+        tokens = position_labels(s["task"], ids)  # "3:c=4": position and token
         grid = self._grid(len(heads), tokens)
         titles = [f"head {h} · d_head = {d_head}" for h in heads]
         grid.update(w, titles, suptitle=self._suptitle(s), mask=blocked)
         self._show(self.image, png_bytes(grid.render()), RENDER_DPI, CSS_DPI)
         self.figure, self.weights, self.mask_shown, self.history = grid.figure, w, blocked, history
-        self._labels = (tokens, titles, grid.suptitle.get_text())
+        self._labels = (tokens, titles, grid.suptitle.get_text(), grid.panel_size)
+        readable = " ".join(token_labels(s["task"], ids))
+        typed = " ".join(s["sequence"].replace(",", " ").split())
+        reads_as = f" · reads as <code>{html.escape(readable)}</code>" if typed != readable else ""
         self.status.value = (
             f"<b>{_count(s['n_heads'], 'head')} · d_head = {d_head}</b> · "
-            f"{_count(len(heads), 'panel')}"
+            f"{_count(len(heads), 'panel')}{reads_as}"
         )
         self.message.value = ""
         # the read-outs beside the picture: at once when known, else once the picture is out
@@ -554,8 +648,9 @@ class AttentionExplorer(widgets.VBox):
     def prebuild(self) -> None:
         """Build and draw the heatmap grid of every panel count for the current sequence, so
         the first visit to 1, 2, 4 or 8 heads costs no more than any other redraw."""
+        task = self.task.value
         try:
-            tokens = [str(t) for t in parse_sequence(self.sequence.value)]
+            tokens = position_labels(task, parse_sequence(self.sequence.value, task=task))
         except ValueError:
             return
         for n_panels in HEAD_CHOICES:
@@ -568,9 +663,14 @@ class AttentionExplorer(widgets.VBox):
         readers without a live kernel (GitHub, a PDF) see what the explorer shows."""
         if self.weights is None:
             raise ValueError("the explorer has not drawn anything yet; fix the message first")
-        tokens, titles, suptitle = self._labels
+        tokens, titles, suptitle, panel_size = self._labels
         return plot_heads(
-            self.weights, tokens=tokens, titles=titles, suptitle=suptitle, mask=self.mask_shown
+            self.weights,
+            tokens=tokens,
+            titles=titles,
+            suptitle=suptitle,
+            panel_size=panel_size,
+            mask=self.mask_shown,
         )
 
     def _grid(self, n_panels: int, tokens: list[str]) -> HeadGrid:
@@ -578,7 +678,7 @@ class AttentionExplorer(widgets.VBox):
         if key not in self._grids:
             if len(self._grids) > 32:  # many sequences typed: forget the oldest grids
                 self._grids.pop(next(iter(self._grids)))
-            panel_size = 4.0 if n_panels == 1 else 2.3
+            panel_size = SINGLE_PANEL_SIZE if n_panels == 1 else PANEL_SIZE
             self._grids[key] = HeadGrid(
                 n_panels, len(tokens), tokens, panel_size=panel_size, dpi=RENDER_DPI
             )
@@ -610,6 +710,13 @@ class AttentionExplorer(widgets.VBox):
             f"accuracy: {history.final_accuracy:.1%}<br>"
             f"before training: {history.initial_loss:.2f} (chance {chance:.2f})"
         )
+
+
+def _placeholder(task: str) -> str:
+    """What the empty sequence box suggests typing for ``task``."""
+    if task in EXAMPLE_INPUT:
+        return f"e.g. {EXAMPLE_INPUT[task]} (or token ids 0..{VOCAB_SIZE - 1})"
+    return f"token ids 0..{VOCAB_SIZE - 1}, e.g. 5 12 7 7"
 
 
 def _labelled(text: str, control: widgets.Widget) -> widgets.HBox:
