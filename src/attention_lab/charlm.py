@@ -217,7 +217,7 @@ def train_charlm(
         for _ in tqdm(range(steps), desc="training", disable=not progress):
             x, y = get_batch(train_ids, batch_size, model.context_length, g)  # (B, T), (B, T)
             logits = model(x)  # (B, T, vocab)
-            loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+            loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())  # (): mean over B * T
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             optimiser.step()
