@@ -102,9 +102,8 @@ def make_batch(
     """
     n_rows = check_positive("n_rows", n_rows)
     T = check_positive("context_length", context_length)
-    check_task(task)
     if vocab_size is None:
-        vocab_size = TASK_SETTINGS[task]["vocab_size"]
+        vocab_size = TASK_SETTINGS[check_task(task)]["vocab_size"]
     vocab_size = check_positive("vocab_size", vocab_size)
     check_task(task, vocab_size)
     if task == "copy":
