@@ -59,12 +59,13 @@ def test_every_panel_shares_one_0_to_1_colour_scale():
     assert len(cmaps) == 1
 
 
-def test_plot_heads_labels_rows_and_columns_with_the_tokens():
+def test_plot_heads_labels_rows_and_columns_with_position_and_token():
     tokens = ["the", "cat", "sat", "on", "it"]
     fig = plot_heads(random_weights(2), tokens=tokens)
     first = panels(fig)[0]  # bottom row and left column when there is one row
-    assert [t.get_text() for t in first.get_xticklabels()] == tokens
-    assert [t.get_text() for t in first.get_yticklabels()] == tokens
+    expected = ["0:the", "1:cat", "2:sat", "3:on", "4:it"]
+    assert [t.get_text() for t in first.get_xticklabels()] == expected
+    assert [t.get_text() for t in first.get_yticklabels()] == expected
     assert "key" in first.get_xlabel() and "query" in first.get_ylabel()
 
 
@@ -172,7 +173,8 @@ def test_a_small_weight_is_visibly_not_white_and_zero_is_white():
 def test_zeros_are_not_mistaken_for_blocked_cells():
     w = torch.zeros(1, 4, 4)
     w[0, :, 0] = 1.0  # every query looks at key 0 only; nothing was blocked
-    fig = plot_heads(w)
+    with pytest.warns(UserWarning, match="mask=causal_mask"):  # 0 above the diagonal
+        fig = plot_heads(w)
     assert not any(o.get_visible() for ax in panels(fig) for o in ax.images[1:])
     assert not fig.legends[0].get_visible()
     fig = plot_heads(w, mask=torch.ones(4, 4, dtype=torch.bool).triu(1))
@@ -371,3 +373,106 @@ def test_cell_image_paints_what_matplotlibs_resampling_paints(T, n_panels, dpi):
     assert not (~nearby & ~rim).any(), f"{(~nearby & ~rim).sum()} pixels differ inside panels"
     if tuple(int(v) for v in matplotlib.__version__.split(".")[:2]) >= (3, 11):
         assert not (differ & ~rim).any(), f"{(differ & ~rim).sum()} pixels differ inside panels"
+
+
+# -- tick labels name position and token; the colour bar says its scale; causal needs a mask --
+
+
+def tick_texts(fig) -> tuple[list[str], list[str]]:
+    """(row labels of the first panel, column labels of the last panel)."""
+    shown = panels(fig)
+    return (
+        [t.get_text() for t in shown[0].get_yticklabels()],
+        [t.get_text() for t in shown[-1].get_xticklabels()],
+    )
+
+
+def test_repeated_tokens_and_the_separator_get_distinct_position_labels():
+    from attention_lab import make_batch
+
+    x, _ = make_batch("repeat", 1, 12, generator=torch.Generator().manual_seed(99))  # (1, T)
+    w, mask = causal_weights(H=4, T=12)
+    fig = plot_heads(w, tokens=x[0], task="repeat", mask=mask)
+    ids = x[0].tolist()
+    expected = [f"{i}:{'SEP' if t == 0 else t}" for i, t in enumerate(ids)]
+    rows, columns = tick_texts(fig)
+    assert rows == columns == expected
+    assert expected[6] == "6:SEP" and len(set(expected)) == 12
+    assert len(set(ids)) < 12  # the first half repeats: bare ids would be ambiguous
+
+
+def test_ids_as_a_list_or_a_tensor_give_the_same_labels_and_labelled_ones_are_kept():
+    w = random_weights(1, T=4)
+    as_list = tick_texts(plot_heads(w, tokens=[47, 1, 47, 1]))[0]
+    as_tensor = tick_texts(plot_heads(w, tokens=torch.tensor([47, 1, 47, 1])))[0]
+    assert as_list == as_tensor == ["0:47", "1:1", "2:47", "3:1"]
+    kept = ["0:a", "1:b", "2:c", "3:d"]  # already position:token (the explorer, notebook 09)
+    assert tick_texts(plot_heads(w, tokens=kept))[0] == kept
+    assert tick_texts(plot_heads(w))[0] == ["0", "1", "2", "3"]  # no tokens: positions
+
+
+@pytest.mark.parametrize("n_heads", [1, 4, 8])
+def test_sixteen_lookup_labels_are_all_shown_at_9_pt_without_overlap_on_a_laptop(n_heads):
+    from attention_lab import make_batch
+    from attention_lab.tasks import token_labels
+
+    x, _ = make_batch("lookup", 1, 16, generator=torch.Generator().manual_seed(1))  # (1, 16)
+    w, mask = causal_weights(H=n_heads, T=16)
+    fig = plot_heads(w, tokens=x[0], task="lookup", mask=mask)
+    expected = [f"{i}:{name}" for i, name in enumerate(token_labels("lookup", x[0]))]
+    rows, columns = tick_texts(fig)
+    assert rows == columns == expected
+    width, height = fig.get_size_inches() * fig.dpi
+    assert width <= 1280 and height <= 800  # a 1280 x 800 laptop (and so a 1920 projector)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    shown = panels(fig)
+    for labels, along in ((shown[0].get_yticklabels(), 1), (shown[-1].get_xticklabels(), 0)):
+        assert all(t.get_fontsize() >= 9 for t in labels)
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        starts = sorted((b.extents[along], b.extents[along + 2]) for b in boxes)
+        assert all(a[1] <= b[0] + 0.5 for a, b in zip(starts, starts[1:]))  # no overlap
+        inside = fig.bbox
+        assert all(inside.x0 <= b.x0 and b.x1 <= inside.x1 and inside.y0 <= b.y0 for b in boxes)
+    # the axis labels do not run into the tick labels
+    ylabel = shown[0].yaxis.label.get_window_extent(renderer)
+    assert all(ylabel.x1 <= t.get_window_extent(renderer).x0 for t in shown[0].get_yticklabels())
+    xlabel = shown[-1].xaxis.label.get_window_extent(renderer)
+    assert all(xlabel.y1 <= t.get_window_extent(renderer).y0 for t in shown[-1].get_xticklabels())
+
+
+def test_the_colour_bar_says_square_root_and_its_ticks_sit_where_the_colours_are():
+    fig = plot_heads(random_weights(2))
+    bar = [ax for ax in fig.axes if ax not in panels(fig) and ax.get_visible()][-1]
+    assert "√ scale" in bar.get_ylabel()
+    ticks = [float(t.get_text()) for t in bar.get_yticklabels()]
+    assert 0.1 in ticks and 0.5 in ticks and ticks == sorted(ticks)
+    # each tick sits at sqrt(weight) of the bar's height: 0.25 half-way up, 0.1 at 0.32
+    to_axes = bar.transData + bar.transAxes.inverted()  # data -> 0..1 up the bar
+    for t in bar.get_yticklabels():
+        value = float(t.get_text())
+        where = to_axes.transform(t.get_position())[1]
+        assert where == pytest.approx(value**0.5, abs=1e-6)
+    minor = bar.yaxis.get_minorticklocs()
+    assert len(minor) >= 10  # minor ticks show the uneven steps
+
+
+def test_causal_weights_without_a_mask_warn_and_causal_true_draws_them_blocked():
+    from attention_lab.masks import causal_mask
+    from attention_lab.plotting import CausalWithoutMaskWarning, looks_causal
+
+    w, mask = causal_weights(H=2, T=6)
+    assert looks_causal(w) and not looks_causal(random_weights(2, T=6))
+    with pytest.warns(CausalWithoutMaskWarning, match=r"mask=causal_mask\(6\)"):
+        plot_heads(w)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plot_heads(w, causal=True)  # no warning
+        plot_heads(w, mask=mask)
+        plot_heads(random_weights(2, T=6))  # not causal: nothing to say
+    for ax in panels(fig):
+        np.testing.assert_array_equal(np.ma.getmaskarray(ax.images[0].get_array()), causal_mask(6))
+    with pytest.raises(ValueError, match="either mask= or causal=True"):
+        plot_heads(w, mask=mask, causal=True)

@@ -15,8 +15,14 @@ What a reader sees:
   (``palette.weight_norm``): a weight of 1/16 is a visible light blue, not blank;
 * positions the mask blocked drawn grey with dark diagonal stripes (legend "blocked"):
   the mask is passed in (``mask=``, True = blocked), never guessed from exact zeros;
-* tick labels >= 9 pt, titles 12 pt, rendered at 100 dpi; token labels horizontal when
-  they fit under their column, stood up (or thinned) only when they would collide.
+* every row and column labelled ``position:token`` (``3:40``, ``6:SEP``, ``2:c?``), so a
+  token that repeats is never ambiguous (``tick_labels``; pass ``task=`` to name a task's
+  ids as ``tasks.token_labels`` does); up to T = 16 every position is labelled, at 9 pt or
+  more (panels grow a little when 16 labels would not fit), x labels stood up when they
+  would not fit under their column; the margins are sized from the labels;
+* a colour bar that says its scale is not linear ("attention weight (√ scale)") with
+  ticks 0, 0.1, 0.25, 0.5, 0.75, 1 and minor ticks every 0.01 up to 0.1 and every 0.05
+  after, so the uneven spacing shows and a weight can be read off.
 """
 
 from __future__ import annotations
@@ -46,7 +52,43 @@ from .palette import (
 from .plotting import LabFigure, _as_heads, _cell_image, png_bytes
 
 MIN_TICK_SIZE = 9  # points: the smallest token label a back row can still read
-COLORBAR_TICKS = (0.0, 0.05, 0.25, 0.5, 1.0)
+ALL_LABELLED_UP_TO = 16  # up to this T every row and column is labelled (panels grow)
+LINE_PITCH = 1.12  # a label needs this many times its font size per row (no overlap)
+CHAR_WIDTH = 0.62  # a character of a label is about this many times its font size wide
+COLORBAR_TICKS = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
+COLORBAR_MINOR_TICKS = tuple(
+    t
+    for t in [k / 100 for k in range(1, 10)] + [k / 20 for k in range(3, 20)]
+    if t not in COLORBAR_TICKS
+)
+COLORBAR_LABEL = "attention weight (√ scale)"
+
+
+def tick_labels(tokens, T: int, task: str | None = None) -> list[str]:
+    """The T tick labels of a heatmap: ``position:token`` (``"3:40"``, ``"6:SEP"``).
+
+    ``tokens`` are the T tokens (strings, ids, or a 1-D tensor of ids); ``None`` labels by
+    position only. With ``task`` (one of ``tasks.TASKS``) ids are named as
+    ``tasks.token_labels`` names them (``"SEP"``, ``"c=4"``, ``"c?"``, ``"abd"``). Labels
+    that already start with their position (``"3:c=4"``, as the explorer and notebook 09
+    make them) are kept as they are.
+    """
+    if tokens is None:
+        return [str(i) for i in range(T)]
+    if hasattr(tokens, "tolist"):  # a tensor or an array of ids
+        tokens = tokens.tolist()
+    tokens = list(tokens)
+    if len(tokens) != T:
+        raise ValueError(f"got {len(tokens)} token labels for T={T} positions")
+    if task is not None:
+        from .tasks import token_labels
+
+        names = token_labels(task, tokens)
+    else:
+        names = [str(t) for t in tokens]
+    if all(name.startswith(f"{i}:") for i, name in enumerate(names)):
+        return names
+    return [f"{i}:{name}" for i, name in enumerate(names)]
 
 
 def as_mask(mask, shape: tuple[int, int, int]) -> np.ndarray | None:
@@ -93,9 +135,10 @@ class HeadGrid:
     Args:
         n_panels: how many heads to show.
         T: sequence length (each panel is T x T: row = query, column = key).
-        tokens: labels for the T positions (default: 0..T-1).
+        tokens: the T tokens (strings or ids); labelled ``position:token`` (default:
+            positions only). ``task`` names a task's ids (``tasks.token_labels``).
         ncols: panels per row (default: up to 4).
-        panel_size: inches per panel.
+        panel_size: inches per panel (grown, up to T = 16, to fit a label on every row).
         dpi: resolution of ``render``/``to_png`` (at least 100 reads on a projector).
         hatch: draw dark stripes over blocked cells (they are grey either way); stripes
             keep "blocked" apart from mid-blue weights on a washed-out projector or in
@@ -116,15 +159,24 @@ class HeadGrid:
         panel_size: float = 2.3,
         dpi: int = DPI,
         hatch: bool = False,
+        task: str | None = None,
     ):
         self.n_panels, self.T = n_panels, T
+        if T <= ALL_LABELLED_UP_TO:  # room for a 9 pt label on every row and column
+            panel_size = max(panel_size, math.ceil(T * LINE_PITCH * MIN_TICK_SIZE / 0.72) / 100)
         self.panel_size = panel_size
         ncols = ncols or min(n_panels, 4)
         nrows = math.ceil(n_panels / ncols)
         self.ncols, self.nrows = ncols, nrows
-        # margins in inches, so one panel has as much room for its labels as eight
-        left, right, bottom, top, gap = 1.0, 1.45, 0.95, 0.85, 0.55
-        width = left + right + panel_size * ncols + 0.25 * panel_size * (ncols - 1)
+        labels = tick_labels(tokens, T, task)
+        size, _, rotation = self._label_layout(labels)
+        # margins in inches, sized from the labels: one panel has as much room as eight
+        label_w = CHAR_WIDTH * size * max(map(len, labels)) / 72
+        label_h = label_w if rotation else 1.2 * size / 72
+        left = max(0.75, 0.5 + label_w)  # axis label (0.38) + tick labels + padding
+        bottom = max(0.75, 0.5 + label_h)
+        right, top, gap, wgap = 1.25, 0.85, 0.55, 0.2
+        width = left + right + panel_size * ncols + wgap * (ncols - 1)
         height = bottom + top + panel_size * nrows + gap * (nrows - 1)
         self.figure = LabFigure(figsize=(width, height), dpi=dpi)
         axes = self.figure.subplots(nrows, ncols, squeeze=False)
@@ -133,7 +185,7 @@ class HeadGrid:
             right=1 - right / width,
             bottom=bottom / height,
             top=1 - top / height,
-            wspace=0.25,
+            wspace=wgap / panel_size,
             hspace=gap / panel_size,
         )
         self.axes = list(axes.flat[:n_panels])
@@ -158,7 +210,7 @@ class HeadGrid:
                 ax.set_xlabel("key (looked at)", fontsize=LABEL_SIZE, color=TEXT_COLOR)
             if self._is_left(i):
                 ax.set_ylabel("query (looking)", fontsize=LABEL_SIZE, color=TEXT_COLOR)
-        self.set_tokens(tokens)
+        self.set_tokens(tokens, task=task)
         bar_bottom = bottom + min(0.9, 0.35 * panel_size * nrows)  # room for the legend
         cax = self.figure.add_axes(
             (
@@ -170,8 +222,10 @@ class HeadGrid:
         )
         bar = self.figure.colorbar(self.images[0], cax=cax)
         bar.set_ticks(COLORBAR_TICKS, labels=[f"{t:g}" for t in COLORBAR_TICKS])
-        bar.set_label("attention weight", color=TEXT_COLOR, fontsize=LABEL_SIZE)
+        bar.ax.set_yticks(COLORBAR_MINOR_TICKS, minor=True)  # uneven steps: not linear
+        bar.set_label(COLORBAR_LABEL, color=TEXT_COLOR, fontsize=LABEL_SIZE)
         bar.ax.tick_params(colors=TEXT_COLOR, labelsize=TICK_SIZE)
+        bar.ax.tick_params(which="minor", length=2.5, width=0.6, colors=TEXT_COLOR)
         self.colorbar = bar
         self.legend = self.figure.legend(
             handles=[
@@ -207,32 +261,38 @@ class HeadGrid:
     def _is_left(self, i: int) -> bool:
         return i % self.ncols == 0
 
-    def set_tokens(self, tokens: Sequence[str] | None = None) -> None:
-        """Label the T positions (bottom row and first column only; inner panels get none).
+    def _label_layout(self, labels: list[str]) -> tuple[float, int, int]:
+        """(font size, label every n-th position, x rotation) for these tick labels."""
+        cell = self.panel_size * 72 / self.T  # points per row or column
+        size = TICK_SIZE if LINE_PITCH * TICK_SIZE <= cell else MIN_TICK_SIZE
+        every = max(1, math.ceil(LINE_PITCH * size / cell - 1e-9))  # label every n-th
+        if self.T <= ALL_LABELLED_UP_TO:
+            every = 1  # the panel was sized for it
+        longest = max(map(len, labels))
+        rotation = 0 if CHAR_WIDTH * size * longest + 2 <= cell * every else 90
+        return size, every, rotation
 
-        Labels stay horizontal when the longest fits under its column; otherwise they
-        stand up; where even standing labels would overlap, they shrink to 9 pt and then
-        only every n-th position is labelled.
+    def set_tokens(self, tokens=None, task: str | None = None) -> None:
+        """Label the T positions ``position:token`` (``tick_labels``), on the bottom row
+        and the first column only (inner panels get none).
+
+        Up to T = 16 every position is labelled (at 9 pt or more); x labels stay
+        horizontal when the longest fits under its column, otherwise they stand up.
+        Beyond T = 16, where even 9 pt labels would overlap, every n-th is labelled.
         """
         T = self.T
-        tokens = [str(t) for t in (tokens if tokens is not None else range(T))]
-        if len(tokens) != T:
-            raise ValueError(f"got {len(tokens)} token labels for T={T} positions")
-        self.tokens = tokens
-        cell = self.panel_size * 72 / T  # points per row or column
-        longest = max(map(len, tokens))
-        size = TICK_SIZE if 1.2 * TICK_SIZE <= cell else MIN_TICK_SIZE
-        every = max(1, math.ceil(1.2 * size / cell))  # label every n-th position
-        rotation = 0 if 0.62 * size * longest + 2 <= cell * every else 90
+        labels = tick_labels(tokens, T, task)
+        self.tokens = labels
+        size, every, rotation = self._label_layout(labels)
         ticks = list(range(0, T, every))
-        labels = [tokens[t] for t in ticks]
+        shown = [labels[t] for t in ticks]
         for i, ax in enumerate(self.axes):
             if self._is_bottom(i):
-                ax.set_xticks(ticks, labels, rotation=rotation, fontsize=size)
+                ax.set_xticks(ticks, shown, rotation=rotation, fontsize=size)
             else:
                 ax.set_xticks([])
             if self._is_left(i):
-                ax.set_yticks(ticks, labels, fontsize=size)
+                ax.set_yticks(ticks, shown, fontsize=size)
             else:
                 ax.set_yticks([])
         self._background = None  # labels changed: the static picture must be redrawn
