@@ -165,6 +165,29 @@ def test_dropout_row_drops_and_rescales_like_its_own_draw():
     assert "1/(1-p) = 1.33" in texts(fig)
 
 
+def test_dropped_cells_look_unlike_blocked_ones_and_are_labelled_as_dropout():
+    from attention_lab.palette import BLOCKED_HATCH_COLOR, DROPPED_EDGE_COLOR, DROPPED_LABEL
+
+    fig = diagrams.dropout_row(np.full(6, 1 / 6), 0.5, seed=4)
+    dropped = patches_with(fig, "dropped")
+    assert dropped
+    grey = {BLOCKED_COLOR.lower(), BLOCKED_HATCH_COLOR.lower()}
+    for cell in dropped:
+        assert to_hex(cell.get_facecolor()) not in grey
+        assert to_hex(cell.get_facecolor()) == "#ffffff"  # white, not grey
+        assert not cell.get_hatch()  # no stripes: those mean "blocked by the mask"
+        assert to_hex(cell.get_edgecolor()) == DROPPED_EDGE_COLOR.lower()
+    marks = [t for ax in fig.axes for t in ax.texts if t.get_gid() == "dropped mark"]
+    assert len(marks) == len(dropped) and all("×" in t.get_text() for t in marks)
+    key = [t.get_text() for t in fig.texts if t.get_gid() == "key"]
+    assert any(DROPPED_LABEL in k for k in key) and DROPPED_LABEL == "dropped (dropout)"
+    assert not any("blocked" in k for k in key)
+    # nothing in the figure is grey or striped
+    for ax in fig.axes:
+        for patch in ax.patches:
+            assert to_hex(patch.get_facecolor()) not in grey and not patch.get_hatch()
+
+
 def test_weighted_average_draws_one_arrow_per_token_thicker_for_bigger_weights():
     w = torch.tensor([0.1, 0.6, 0.3])
     fig = diagrams.weighted_average(w, ["a", "b", "c"], query="b")

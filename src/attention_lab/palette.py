@@ -11,6 +11,8 @@ figure and every figure is readable from the back of a room.
   T = 16) are a visible light blue, not blank.
 * ``BLOCKED_COLOR`` / ``BLOCKED_HATCH_COLOR``: masked positions are neutral grey with
   darker diagonal stripes, unlike any weight.
+* ``DROPPED_COLOR`` / ``DROPPED_EDGE_COLOR``: a weight dropout dropped is white with an
+  orange outline and an orange "×" (``diagrams.dropout_row``): not grey, not striped.
 * Font sizes in points and the dpi every figure is rendered at.
 
 Matplotlib only (no seaborn): importing this module is cheap.
@@ -44,6 +46,11 @@ GAMMA = 0.5  # square-root scale: small weights get a visible share of the colou
 BLOCKED_COLOR = "#9E9E9E"  # neutral grey: masked, never a weight
 BLOCKED_HATCH_COLOR = "#5E5E5E"  # the darker diagonal stripes on a blocked cell
 BLOCKED_LABEL = "blocked"
+# Dropout's dropped weights (notebook 05) are NOT blocked: white with an orange outline
+# and an orange "×", never grey, never striped (one visual code means one thing).
+DROPPED_COLOR = "white"
+DROPPED_EDGE_COLOR = "#EE7733"  # Paul Tol's "vibrant" orange: no head colour, no weight
+DROPPED_LABEL = "dropped (dropout)"
 LINE_COLORS: tuple[str, ...] = HEAD_COLORS  # measured curves in plot_loss / plot_lines
 
 TICK_SIZE = 10  # points: tick labels, token labels, box contents

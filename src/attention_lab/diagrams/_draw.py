@@ -283,10 +283,11 @@ def _stripes(ax, cells, hatch="///", gid="blocked stripes", lw=0.0, **kw):
 
 def _key(fig, x, y, entries, size=LABEL_SIZE) -> None:
     """A legend drawn by hand at figure fraction (x, y) (top left), one entry a line:
-    ``(label, facecolor, hatch)``. Cheaper than ``legend()``, which lays out on every draw."""
+    ``(label, facecolor, hatch)`` or ``(label, facecolor, hatch, edgecolor)``. Cheaper than
+    ``legend()``, which lays out on every draw."""
     w, h = fig.get_size_inches()
     sw, sh = 0.22 / w, 0.22 / h  # a 0.22 inch swatch
-    for k, (label, face, hatch) in enumerate(entries):
+    for k, (label, face, hatch, *edge) in enumerate(entries):
         top = y - k * 0.34 / h
         fig.add_artist(
             Rectangle(
@@ -295,9 +296,9 @@ def _key(fig, x, y, entries, size=LABEL_SIZE) -> None:
                 sh,
                 transform=fig.transFigure,
                 facecolor=face,
-                edgecolor=BLOCKED_HATCH_COLOR if hatch else EDGE,
+                edgecolor=edge[0] if edge else BLOCKED_HATCH_COLOR if hatch else EDGE,
                 hatch=hatch,
-                lw=0.8,
+                lw=2.0 if edge else 0.8,
                 gid=f"key {label}",
             )
         )

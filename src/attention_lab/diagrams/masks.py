@@ -1,5 +1,7 @@
 """The causal mask (notebook 04), masking before vs zeroing after softmax (04) and
-dropout on a row of weights (05). Blocked cells are grey and striped, never a weight."""
+dropout on a row of weights (05). Blocked cells are grey and striped, never a weight;
+weights dropout dropped are white with an orange outline and "×" (not blocked: a fresh
+draw every forward pass)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ from matplotlib.patches import Rectangle
 
 from ..palette import (
     BLOCKED_COLOR,
-    BLOCKED_HATCH_COLOR,
     BLOCKED_LABEL,
     CMAP,
     DPI,
+    DROPPED_COLOR,
+    DROPPED_EDGE_COLOR,
+    DROPPED_LABEL,
     LABEL_SIZE,
     TICK_SIZE,
     TITLE_SIZE,
@@ -199,14 +203,22 @@ def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
                     (x, row_y),
                     cw * 0.92,
                     0.8,
-                    facecolor=BLOCKED_COLOR,
-                    edgecolor=BLOCKED_HATCH_COLOR,
-                    hatch="xx",
-                    lw=0.8,
+                    facecolor=DROPPED_COLOR,
+                    edgecolor=DROPPED_EDGE_COLOR,
+                    lw=2.4,
                     gid="dropped",
                 )
                 ax.add_artist(cell)
-                _label(ax, x + cw * 0.46, row_y + 0.4, "0", size=TICK_SIZE, weight="bold")
+                _label(
+                    ax,
+                    x + cw * 0.46,
+                    row_y + 0.4,
+                    "× 0",
+                    size=LABEL_SIZE,
+                    weight="bold",
+                    color=DROPPED_EDGE_COLOR,
+                    gid="dropped mark",
+                )
                 continue
             colour = CMAP(norm(min(v, 1.0)))
             _box(
@@ -231,7 +243,10 @@ def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
         )
     for j in range(T):
         x = j * cw + cw * 0.46
-        _arrow(ax, (x, 2.15), (x, 1.05), lw=1.0, color=ARROW if keep[j] else BLOCKED_COLOR)
+        if keep[j]:
+            _arrow(ax, (x, 2.15), (x, 1.05), lw=1.0, color=ARROW)
+        else:
+            _arrow(ax, (x, 2.15), (x, 1.05), lw=1.4, color=DROPPED_EDGE_COLOR, ls="--")
     _label(  # below the rows, clear of the arrows
         ax,
         T * cw / 2,
@@ -239,6 +254,13 @@ def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
         f"keep each with probability 1 - p = {1 - p:.2f}, scale survivors by 1/(1-p) = {scale:.2f}",
         size=TICK_SIZE,
         va="top",
+    )
+    _key(  # bottom left, under the sentence
+        fig,
+        0.015,
+        0.1,
+        [(DROPPED_LABEL + ": set to 0 this pass", DROPPED_COLOR, None, DROPPED_EDGE_COLOR)],
+        size=TICK_SIZE,
     )
     _title(
         fig,
