@@ -47,7 +47,10 @@ def test_head_split_draws_every_head_in_its_colour_at_every_stage(T, D, H):
     patches = head_patches(fig)
     assert sorted(patches) == list(range(H))
     for h, drawn in patches.items():
-        assert len(drawn) == 4  # x, split, one matrix per head, merged
+        stages = [p.get_label() for p in drawn]
+        # x, one piece per token in .view, one matrix per head after .transpose, merged
+        assert stages.count("x") == stages.count("transpose") == stages.count("merged") == 1
+        assert stages.count("view") == min(T, 48 // H)
         assert {to_hex(p.get_facecolor()) for p in drawn} == {head_color(h).lower()}
     texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     assert f"= (1, {T}, {H}, {D // H})" in texts and f"= (1, {H}, {T}, {D // H})" in texts
@@ -62,11 +65,47 @@ def test_head_split_slices_are_d_head_wide_and_tile_d_model():
     assert np.allclose(np.diff(xs), first[0].get_width())  # side by side, no gap
 
 
+def by_stage(fig, stage: str) -> list:
+    return [p for p in head_patches_flat(fig) if p.get_label() == stage]
+
+
+def head_patches_flat(fig) -> list:
+    return [p for drawn in head_patches(fig).values() for p in drawn]
+
+
+@pytest.mark.parametrize(("T", "D", "H"), [(5, 12, 3), (6, 32, 4), (16, 128, 8)])
+def test_the_view_puts_heads_inside_each_token_and_the_transpose_gives_one_block_per_head(T, D, H):
+    fig = diagrams.head_split(T, D, H, B=2)
+    # .view: each token is one small (H, d_head) matrix holding every head, stacked by token
+    view = by_stage(fig, "view")
+    n_tokens = min(T, 48 // H)  # tokens drawn
+    assert len(view) == H * n_tokens
+    assert len({round(p.get_height(), 6) for p in view}) == 1  # every (token, head) piece alike
+    outlines = patches_with(fig, "token matrix")
+    assert len(outlines) == n_tokens
+    for box in outlines:
+        lo, hi = box.get_y() - 1e-6, box.get_y() + box.get_height() + 1e-6
+        inside = [p for p in view if lo <= p.get_y() and p.get_y() + p.get_height() <= hi]
+        assert sorted(int(p.get_gid().split()[1]) for p in inside) == list(range(H))
+    # .transpose(1, 2): H separate blocks, one per head, each the full T rows high, apart
+    blocks = sorted(by_stage(fig, "transpose"), key=lambda p: p.get_x())
+    assert [p.get_gid() for p in blocks] == [f"head {h}" for h in range(H)]
+    assert [to_hex(p.get_facecolor()) for p in blocks] == [head_color(h).lower() for h in range(H)]
+    x = by_stage(fig, "x")
+    assert {round(p.get_height(), 6) for p in blocks} == {round(x[0].get_height(), 6)}
+    for a, b in zip(blocks, blocks[1:]):
+        assert a.get_x() + a.get_width() < b.get_x()  # a gap: separate matrices
+    shown = texts(fig)
+    assert f"each token: (H, d_head) = ({H}, {D // H})" in shown
+    assert f"rows: T = {T} tokens, columns: d_head = {D // H}" in shown
+    assert f"its own ({T}, {D // H}) matrix" in shown
+
+
 def test_head_split_draws_into_an_existing_axes():
     fig = LabFigure(figsize=(8, 3))
     ax = fig.subplots()
     patches = diagrams.draw_head_split(ax, 6, 16, 2)
-    assert len(patches) == 8 and all(isinstance(p, Rectangle) for p in patches)
+    assert len(patches) == 2 * (3 + 6) and all(isinstance(p, Rectangle) for p in patches)
     assert diagrams.head_split(6, 16, 2, ax=ax) is fig
 
 
@@ -242,6 +281,28 @@ def test_head_rows_gives_each_head_d_head_rows_per_block_in_its_colour(D, H, fus
     rows = 3 * D if fused else D
     assert f"({rows}, {D})" in texts(fig)
     assert f"rows 0-{D // H - 1}" in texts(fig)
+
+
+@pytest.mark.parametrize(("D", "H", "fused"), [(12, 3, False), (32, 4, False), (12, 3, True)])
+def test_head_rows_draws_the_weight_to_scale_under_the_code_names(D, H, fused):
+    import attention_lab
+
+    fig = diagrams.head_rows(D, H, fused=fused)
+    fig.canvas.draw()
+    (matrix,) = patches_with(fig, "weight")
+    box = matrix.get_window_extent(fig.canvas.get_renderer())
+    rows = 3 * D if fused else D
+    assert box.height / box.width == pytest.approx(rows / D, rel=0.02)  # square when (D, D)
+    # the names the code uses: MultiHeadAttention.W_q, MultiHeadSelfAttention.qkv
+    module = (
+        attention_lab.MultiHeadSelfAttention(D, H, 8)
+        if fused
+        else attention_lab.MultiHeadAttention(D, H, 8)
+    )
+    name = "qkv" if fused else "W_q"
+    assert tuple(getattr(module, name).weight.shape) == (rows, D)
+    assert f"{name}.weight: ({rows}, {D})" in texts(fig)
+    assert "q_proj" not in texts(fig) + " ".join(t.get_text() for t in fig.texts)
 
 
 def test_training_setup_draws_the_model_with_its_shapes_and_heads():

@@ -13,96 +13,189 @@ from ._draw import _arrow, _box, _canvas, _heads, _label, _row_lines, _size, _su
 
 # -- 06: the head split -------------------------------------------------------------------
 
+MAX_VIEW_ROWS = 48  # the .view stage draws at most this many (token, head) rows
+
 
 def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
     """Draw the head split of notebook 06 into ``ax``; return the coloured head patches.
 
-    Four stages left to right: x as (B, T, D) cut into H coloured column slices;
-    ``.view(B, T, H, d_head)`` (the same numbers, now indexed by head); ``.transpose(1, 2)``
-    to (B, H, T, d_head), one T x d_head matrix per head; and the merge back to (B, T, D).
-    Every patch that belongs to head h has ``gid == f"head {h}"`` and ``head_color(h)``.
+    Four stages left to right, one sequence of the batch, each showing what it changes:
+
+    1. x, (B, T, D): one row per token, its D features cut into H coloured slices;
+    2. ``.view(B, T, H, d_head)``: the same numbers, each token's row now an (H, d_head)
+       matrix -- the heads are *inside* each token (the last two axes are H, d_head: a
+       matrix product here would compare heads, not tokens);
+    3. ``.transpose(1, 2)`` to (B, H, T, d_head): one separate (T, d_head) matrix per
+       head, in the head's colour -- the last two axes are now (T, d_head), so
+       ``Q @ K.transpose(-2, -1)`` compares tokens within each head;
+    4. the merge back to (B, T, D).
+
+    Every patch that belongs to head h has ``gid == f"head {h}"`` and ``head_color(h)``;
+    stage 2's pieces also carry ``label == "view"``, stage 3's blocks ``label == "transpose"``.
     """
     d_head = _heads(D, H)
     T = _size("T", T, 1, 4096, example=8)
     B = _size("B", B, 1, 4096, example=1)
-    W, Ht, G = 2.4, 1.9, 2.0  # drawing width of D features, height of T positions, arrow gap
-    y0 = 0.0
-    _canvas(0, 0, (-0.45, 4 * W + 3 * G + 0.05), (-1.35, Ht + 0.75), ax=ax)
+    Ht = 2.4  # drawing height of the matrices (1 data unit = 1 inch)
+    W1, W2, W3, W4, G = 2.0, 1.25, 3.3, 1.5, 0.6  # stage widths, arrow gap
+    x1 = 0.75  # left of stage 1 (room for its row labels)
+    x2 = x1 + W1 + G + 0.75  # stage 2 (its token labels sit left of it)
+    x3 = x2 + W2 + G
+    x4 = x3 + W3 + G
+    _canvas(0, 0, (0.0, x4 + W4 + 0.05), (-1.55, Ht + 1.05), ax=ax)
     patches = []
+    head_y = Ht + 0.62  # the stage headers
+    show_rows = T <= 8  # token indices beside each row
 
-    def shape(x_mid, name, values):
-        _label(
-            ax, x_mid, y0 - 0.22, f"{name}\n= {values}", size=TICK_SIZE, va="top", linespacing=1.6
+    def header(x_mid, text):
+        _label(ax, x_mid, head_y, text, size=LABEL_SIZE, weight="bold", va="bottom")
+
+    def shape(x_mid, name, values, note=""):
+        _label(ax, x_mid, -0.12, f"{name}\n= {values}", size=TICK_SIZE, va="top", linespacing=1.5)
+        if note:
+            _label(ax, x_mid, -0.78, note, size=TICK_SIZE, va="top", style="italic")
+
+    def arrow(x_from, x_to):
+        _arrow(ax, (x_from + 0.08, Ht / 2), (x_to - 0.08, Ht / 2))
+
+    def slices(x0, w, stage: str):
+        """x as a (T, D) matrix cut into H coloured column slices, d_head wide each."""
+        for h in range(H):
+            patches.append(
+                _box(
+                    ax,
+                    x0 + h * w / H,
+                    0.0,
+                    w / H,
+                    Ht,
+                    head_color(h),
+                    gid=f"head {h}",
+                    lw=0.8,
+                    label=stage,
+                )
+            )
+        _row_lines(ax, [(x0 + h * w / H, 0.0, w / H, Ht) for h in range(H)], T)
+
+    # 1) x: (B, T, D), one row per token
+    header(x1 + W1 / 2, "x")
+    slices(x1, W1, "x")
+    _label(ax, x1 + W1 / 2, Ht + 0.1, f"D = {D} features", size=TICK_SIZE, va="bottom")
+    _label(ax, x1 - 0.5, Ht / 2, f"T = {T} tokens (rows)", size=TICK_SIZE, rotation=90)
+    if show_rows:
+        for t in range(T):
+            y = Ht - (t + 0.5) * Ht / T
+            _label(ax, x1 - 0.06, y, str(t), size=TICK_SIZE, ha="right")
+    shape(
+        x1 + W1 / 2,
+        "(B, T, D)",
+        (B, T, D),
+        f"head h: columns\nh·{d_head} .. h·{d_head}+{d_head - 1}",
+    )
+
+    # 2) .view(B, T, H, d_head): each token's row becomes an (H, d_head) matrix
+    arrow(x1 + W1, x2 - 0.7)
+    header(x2 + W2 / 2 - 0.35, ".view(B, T, H, d_head)")
+    n_tok = max(1, min(T, MAX_VIEW_ROWS // H))  # tokens drawn (the rest: "...")
+    more = T > n_tok
+    gap = min(0.1, 0.5 / n_tok)
+    room = Ht - gap * (n_tok - 1) - (0.3 if more else 0.0)
+    row_h = room / (n_tok * H)
+    tok_h = row_h * H
+    for t in range(n_tok):
+        top = Ht - t * (tok_h + gap)
+        for h in range(H):
+            patches.append(
+                _box(
+                    ax,
+                    x2,
+                    top - (h + 1) * row_h,
+                    W2,
+                    row_h,
+                    head_color(h),
+                    gid=f"head {h}",
+                    lw=0.5,
+                    label="view",
+                )
+            )
+        ax.add_artist(
+            Rectangle(
+                (x2, top - tok_h),
+                W2,
+                tok_h,
+                facecolor="none",
+                edgecolor="black",
+                lw=1.4,
+                zorder=4,
+                gid="token matrix",
+            )
         )
-
-    def step_arrow(x_from, text):
-        _arrow(ax, (x_from + 0.12, y0 + Ht / 2), (x_from + G - 0.12, y0 + Ht / 2))
-        _label(ax, x_from + G / 2, y0 + Ht / 2 + 0.16, text, size=TICK_SIZE, va="bottom")
-
-    def slices(x0, spread: float, title: str):
-        """x as H coloured column slices, each d_head wide (pulled apart by ``spread``)."""
-        w = (W - spread * (H - 1)) / H
-        xs = [x0 + h * (w + spread) for h in range(H)]
-        for h, x in enumerate(xs):
-            patches.append(_box(ax, x, y0, w, Ht, head_color(h), gid=f"head {h}", lw=0.8))
-            if spread:
-                _label(ax, x + w / 2, y0 + Ht + 0.05, str(h), size=TICK_SIZE, va="bottom")
-        _row_lines(ax, [(x, y0, w, Ht) for x in xs], T)
-        _label(ax, x0 + W / 2, y0 + Ht + (0.45 if spread else 0.2), title, weight="bold")
-
-    # 1) x: (B, T, D)
-    slices(0.0, 0.0, "x")
-    _label(ax, -0.2, y0 + Ht / 2, f"T = {T}", size=TICK_SIZE, rotation=90)
-    shape(W / 2, "(B, T, D)", (B, T, D))
-    # 2) .view(B, T, H, d_head): the same numbers, cut into heads
-    x1 = W + G
-    step_arrow(W, ".view")
-    slices(x1, 0.08 if H > 1 else 0.0, "heads 0.." + str(H - 1) if H > 1 else "one head")
-    shape(x1 + W / 2, "(B, T, H, d_head)", (B, T, H, d_head))
-    # 3) .transpose(1, 2): one (T, d_head) matrix per head, a deck of H cards
-    x2 = x1 + W + G
-    step_arrow(x1 + W, ".transpose(1, 2)")
-    card_w = max(W / H, 0.7) if H > 1 else W
-    dx = (W - card_w) / (H - 1) if H > 1 else 0.0
-    dy = min(0.12, 0.8 / max(H - 1, 1)) if H > 1 else 0.0
-    card_h = Ht - dy * (H - 1)
-    for h in reversed(range(H)):  # head 0 in front
-        x, y = x2 + h * dx, y0 + (H - 1 - h) * dy
-        z = 1.0 + 2 * (H - h)  # each card, with its row lines, above the one behind it
-        patches.append(
-            _box(ax, x, y, card_w, card_h, head_color(h), gid=f"head {h}", lw=0.8, zorder=z)
-        )
-        _row_lines(ax, [(x, y, card_w, card_h)], T, zorder=z + 0.5)  # under the next card
-    _label(ax, x2 + W / 2, y0 + Ht + 0.2, "a (T, d_head) matrix per head", weight="bold")
-    shape(x2 + W / 2, "(B, H, T, d_head)", (B, H, T, d_head))
+        if show_rows or t in (0, n_tok - 1):
+            _label(ax, x2 - 0.06, top - tok_h / 2, f"token {t}", size=TICK_SIZE, ha="right")
+    if more:
+        _label(ax, x2 + W2 / 2, 0.12, f"⋮  {T - n_tok} more tokens", size=TICK_SIZE)
     _label(
         ax,
-        x2 + W / 2,
-        y0 - 1.0,
-        "each head attends on its own",
+        x2 + W2 / 2 - 0.35,
+        Ht + 0.1,
+        f"each token: (H, d_head) = ({H}, {d_head})",
         size=TICK_SIZE,
-        style="italic",
-        va="top",
+        va="bottom",
     )
-    # 4) merge back: transpose(1, 2).reshape(B, T, D)
-    x3 = x2 + W + G
-    step_arrow(x2 + W, "merge")
+    shape(
+        x2 + W2 / 2 - 0.35,
+        "(B, T, H, d_head)",
+        (B, T, H, d_head),
+        "heads sit inside each token:\nthe last two axes are (H, d_head)",
+    )
+
+    # 3) .transpose(1, 2): one (T, d_head) matrix per head, each on its own
+    arrow(x2 + W2, x3)
+    header(x3 + W3 / 2, ".transpose(1, 2)")
     _label(
         ax,
-        x2 + W + G / 2,
-        y0 + Ht / 2 - 0.16,
-        ".transpose(1, 2)\n.reshape",
-        size=TICK_SIZE - 1,
-        va="top",
+        x3 + W3 / 2,
+        Ht + 0.36,
+        f"rows: T = {T} tokens, columns: d_head = {d_head}",
+        size=TICK_SIZE,
+        va="bottom",
     )
-    slices(x3, 0.0, "heads merged")
-    shape(x3 + W / 2, "(B, T, D)", (B, T, D))
+    sp = 0.14 if H > 1 else 0.0
+    bw = min(1.1, (W3 - sp * (H - 1)) / H)
+    left = x3 + (W3 - (bw * H + sp * (H - 1))) / 2
+    for h in range(H):
+        x = left + h * (bw + sp)
+        patches.append(
+            _box(ax, x, 0.0, bw, Ht, head_color(h), gid=f"head {h}", lw=1.4, label="transpose")
+        )
+        _row_lines(ax, [(x, 0.0, bw, Ht)], T)
+        _label(
+            ax,
+            x + bw / 2,
+            Ht + 0.1,
+            f"head {h}" if bw >= 0.6 else str(h),
+            size=TICK_SIZE,
+            va="bottom",
+        )
+    shape(
+        x3 + W3 / 2,
+        "(B, H, T, d_head)",
+        (B, H, T, d_head),
+        f"each head: its own ({T}, {d_head}) matrix,\nso Q Kᵀ is ({T}, {T}) per head",
+    )
+
+    # 4) merge back: transpose(1, 2).reshape(B, T, D)
+    arrow(x3 + W3, x4)
+    header(x4 + W4 / 2, "merge")
+    _label(ax, x4 + W4 / 2, Ht + 0.1, ".transpose(1, 2).reshape", size=TICK_SIZE, va="bottom")
+    slices(x4, W4, "merged")
+    shape(x4 + W4 / 2, "(B, T, D)", (B, T, D))
     return patches
 
 
 def head_split(T: int, D: int, H: int, B: int = 1, ax=None) -> LabFigure:
-    """The (B, T, D) tensor cut into H head slices, moved to (B, H, T, d_head) and merged
-    back (notebook 06; the explorer redraws it when its sliders move).
+    """The (B, T, D) tensor viewed as (B, T, H, d_head) (heads inside each token), moved
+    to (B, H, T, d_head) (one (T, d_head) matrix per head) and merged back (notebook 06;
+    the explorer redraws it when its sliders move). See ``draw_head_split``.
 
     Head h is drawn in ``head_color(h)`` at every stage. ``D`` must be divisible by
     ``H`` (1 <= H <= 8, D <= 128). With ``ax`` the diagram is drawn into that axes
@@ -110,12 +203,15 @@ def head_split(T: int, D: int, H: int, B: int = 1, ax=None) -> LabFigure:
     """
     own = ax is None
     if own:
-        fig = LabFigure(figsize=(10.5, 3.3), dpi=DPI)
-        ax = fig.add_axes((0.01, 0.0, 0.98, 0.88))
+        fig = LabFigure(figsize=(11.4, 5.0), dpi=DPI)
+        ax = fig.add_axes((0.005, 0.0, 0.99, 0.92))
     fig = ax.figure
     draw_head_split(ax, T, D, H, B)
     d_head = D // H
-    _title(fig, ax, f"Splitting d_model = {D} into n_heads = {H} heads of d_head = {d_head}", own)
+    heads = "one head" if H == 1 else f"{H} heads"
+    _title(
+        fig, ax, f"Splitting d_model = {D} into n_heads = {H}: {heads} of d_head = {d_head}", own
+    )
     return fig
 
 
@@ -130,21 +226,28 @@ def head_split_png(T: int, D: int, H: int, B: int = 1) -> bytes:
 
 
 def head_rows(D: int, H: int, fused: bool = False) -> LabFigure:
-    """The rows of W_q (``fused=False``: (D, D) as nn.Linear stores it, (out, in)) or of
-    the fused qkv.weight (``fused=True``: (3D, D), Q | K | V blocks) that belong to each
-    head: head h owns output rows h*d_head .. (h+1)*d_head - 1 of each block (06, 07)."""
+    """The rows of ``W_q.weight`` (``fused=False``, notebook 06: ``MultiHeadAttention.W_q``,
+    an ``nn.Linear(D, D)`` that stores its weight as (out, in) = (D, D)) or of the fused
+    ``qkv.weight`` (``fused=True``, notebook 07: ``MultiHeadSelfAttention.qkv``, (3D, D),
+    Q | K | V blocks) that belong to each head: head h owns output rows
+    h*d_head .. (h+1)*d_head - 1 of each block. Drawn to scale: one row is as high as one
+    column is wide, so the (D, D) weight is square and the (3D, D) one three times as tall.
+    The matrix patch has ``gid == "weight"``."""
     d_head = _heads(D, H)
     blocks = ("Q", "K", "V") if fused else ("Q",)
     rows = len(blocks) * D
-    height = 5.6 if fused else 4.2
-    mh = height - 1.6  # drawing height of all rows, in inches (1 data unit = 1 inch)
-    mw = 1.6
-    xlim = (-1.45, 3.55)  # labels left and right of the matrix, and no more
-    width = xlim[1] - xlim[0] + 0.2
+    mh = 4.8 if fused else 3.0  # inches for all rows (1 data unit = 1 inch)
+    unit = mh / rows  # inches per row = inches per column
+    mw = D * unit
+    left, right = 1.75, 2.05  # the row labels (out) left, the head labels right
+    xlim = (-left, mw + right)
+    width, height = xlim[1] - xlim[0] + 0.2, mh + 2.15
     fig = LabFigure(figsize=(width, height), dpi=DPI)
-    ax = fig.add_axes((0.1 / width, 0.05 / height, 1 - 0.2 / width, (mh + 0.9) / height))
-    _canvas(0, 0, xlim, (-0.5, mh + 0.4), ax=ax)
-    unit = mh / rows
+    ax = fig.add_axes((0.1 / width, 0.05 / height, 1 - 0.2 / width, (mh + 1.05) / height))
+    _canvas(0, 0, xlim, (-0.55, mh + 0.5), ax=ax)
+    matrix = Rectangle((0, 0), mw, mh, facecolor="none", edgecolor="black", lw=1.6, zorder=5)
+    matrix.set_gid("weight")
+    ax.add_artist(matrix)
     for b, block in enumerate(blocks):
         for h in range(H):
             first = b * D + h * d_head
@@ -169,18 +272,32 @@ def head_rows(D: int, H: int, fused: bool = False) -> LabFigure:
                 ha="right",
                 weight="bold",
             )
-    name = "qkv.weight" if fused else "W_q = q_proj.weight"
-    _label(ax, mw / 2, mh + 0.18, f"{name}: ({rows}, {D})", size=LABEL_SIZE, weight="bold")
+    _row_lines(ax, [(0.0, 0.0, mw, mh)], rows, lw=0.4)  # one line between rows (<= 32)
+    name = "qkv.weight" if fused else "W_q.weight"
+    _label(ax, mw / 2, mh + 0.2, f"{name}: ({rows}, {D})", size=LABEL_SIZE, weight="bold")
     _label(ax, mw / 2, -0.3, f"in: D = {D} columns", size=TICK_SIZE)
     if not fused:
         _label(
             ax,
             -0.2,
             mh / 2,
-            f"out: {D} rows\n= {H} heads\nx d_head {d_head}",
+            f"out: {D} rows\n= {H} heads\n× d_head {d_head}",
             size=TICK_SIZE,
             ha="right",
         )
-    what = "Q, K and V rows" if fused else "rows of W_q"
+    if fused:
+        what, code = "Q, K and V rows", "self.qkv = nn.Linear(D, 3 * D)"
+    else:
+        what, code = "rows of W_q", "self.W_q = nn.Linear(D, D)"
     _suptitle(fig, f"Which {what} each head owns\nD = {D}, n_heads = {H}, d_head = {d_head}", 0.08)
+    fig.text(
+        0.5,
+        1 - 0.68 / height,
+        f"{code}  # weight: (out, in)",
+        ha="center",
+        va="top",
+        fontsize=TICK_SIZE,
+        color="black",
+        family="monospace",
+    )
     return fig
