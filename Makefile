@@ -15,7 +15,7 @@ PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cf
              --ignore-glob='*/.ipynb_checkpoints/*'
 
 .PHONY: help lab lab-zh slides slides-html test test-colab unit nbval lint format demo bench \
-        explore exercises badges notebooks translations clean
+        explore exercises assignment badges notebooks translations clean
 
 # `make lab LANG_EDITION=zh-CN` (or `make lab-zh`) opens the Simplified Chinese edition.
 LANG_EDITION ?=
@@ -31,6 +31,7 @@ help:
 	@echo "make bench      measure speed and memory of every implementation; writes bench-results/"
 	@echo "make explore    serve the interactive explorer as an app with Voila (#presenter: big text)"
 	@echo "make exercises  regenerate the learner exercises notebook from the solutions"
+	@echo "make assignment the exercises as an nbgrader assignment in build/course (teaching/grading.md)"
 	@echo "make badges     rewrite Colab badges and install lines from pyproject's Repository URL"
 	@echo "make notebooks  re-run every notebook top to bottom and save its outputs"
 	@echo "make slides     open the chapter in JupyterLab to present: Run All, then Alt+R"
@@ -42,7 +43,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(PIP) install --quiet -c constraints.txt -e ".[lab,test,zh]"
+	$(PIP) install --quiet -c constraints.txt -e ".[lab,test,zh,class]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $(STAMP)
 
@@ -99,6 +100,14 @@ explore: $(STAMP)
 
 exercises: $(STAMP)
 	$(BIN)/python tools/make_exercises.py
+
+# The exercises as an nbgrader assignment (teaching/grading.md): the source version made from
+# the solutions notebook, then nbgrader's release version, in $(COURSE) (run nbgrader from
+# there; it calls `alembic`, hence the venv on PATH).
+COURSE ?= build/course
+assignment: $(STAMP)
+	$(BIN)/python tools/make_assignment.py --course $(COURSE)
+	cd $(COURSE) && PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment attention_lab --force
 
 badges: $(STAMP)
 	$(BIN)/python tools/badges.py

@@ -1,0 +1,380 @@
+"""The exercises as an nbgrader assignment (tools/make_assignment.py, `make assignment`).
+
+The fast tests check the source assignment's cell metadata. The ``nbgrader``-marked ones
+(``pytest -m nbgrader``; about a minute) run the teacher's whole path once: build the source
+assignment, ``nbgrader generate_assignment``, then ``nbgrader autograde`` two submissions made
+from the *release* version, and ``nbgrader generate_feedback``:
+
+* "full": every answer cell holds the solution, so every exercise gets all its points;
+* "wrong": the same, except that the first graded exercise of each lesson returns a
+  perturbed result (its solution, wrapped: tensors shifted by 0.5 or inverted, numbers + 1,
+  a module's output shifted), so exactly those exercises lose their points, and the feedback
+  report shows the message the checker gives for each of them.
+
+Nothing here names an exercise: both submissions follow the notebook's markers, tags and
+checker calls, so the tests hold while the exercise set changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENT, NOTEBOOK = "attention_lab", "exercises.ipynb"
+
+
+def _load_tool():
+    sys.path.insert(0, str(ROOT / "tools"))
+    spec = importlib.util.spec_from_file_location(
+        "make_assignment", ROOT / "tools/make_assignment.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_assignment = _load_tool()
+SOLUTIONS = nbformat.read(make_assignment.SOLUTIONS, as_version=4)
+SOURCE = make_assignment.source_notebook(SOLUTIONS)
+
+
+def _meta(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def _by_id(nb) -> dict:
+    return {_meta(c)["grade_id"]: c for c in nb.cells if _meta(c).get("grade_id")}
+
+
+def _answer(source: str) -> str:
+    """A student's answer: the solution without its marker lines."""
+    markers = ("### BEGIN SOLUTION", "### END SOLUTION")
+    return "\n".join(line for line in source.split("\n") if line.strip() not in markers)
+
+
+# --- the source assignment: metadata only, no nbgrader run ----------------------------------
+
+
+def test_every_solution_block_is_an_answer_cell_and_every_check_a_test_cell():
+    solution_cells = [
+        c
+        for c in SOLUTIONS.cells
+        if c.cell_type == "code"
+        and make_assignment.has_solution(c.source)
+        and "solution" not in c.metadata.get("tags", [])
+    ]
+    checks = [
+        call
+        for c in SOLUTIONS.cells
+        if c.cell_type == "code" and "solution" not in c.metadata.get("tags", [])
+        for call in make_assignment.checker_calls(c.source) or []
+    ]
+    answers = [c for c in SOURCE.cells if _meta(c).get("solution")]
+    tests = [c for c in SOURCE.cells if _meta(c).get("grade")]
+    assert len(answers) == len(solution_cells) > 0
+    assert len(tests) == len(checks) > 0
+    for cell in answers:
+        assert _meta(cell)["grade"] is False and _meta(cell)["locked"] is False
+        assert cell.source.count("### BEGIN SOLUTION") == cell.source.count("### END SOLUTION")
+    for cell, call in zip(tests, checks, strict=True):
+        meta = _meta(cell)
+        assert meta["locked"] and not meta["solution"] and meta["points"] == 1
+        assert meta["grade_id"] == f"lesson{make_assignment.lesson_of(cell)}-{call.func.id[6:]}"
+        assert ast.unparse(call) in cell.source
+        assert 'assert _verdict.status == "passed"' in cell.source
+    # the exercises of every lesson of the solutions notebook are graded
+    lessons = {make_assignment.lesson_of(c) for c in SOLUTIONS.cells} - {None}
+    assert {make_assignment.lesson_of(c) for c in tests} == lessons
+
+
+def test_the_source_assignment_has_valid_nbgrader_metadata():
+    validator = pytest.importorskip("nbgrader.nbgraderformat").MetadataValidator()
+    validator.validate_nb(SOURCE)
+    ids = [_meta(c)["grade_id"] for c in SOURCE.cells if _meta(c)]
+    assert len(ids) == len(set(ids))
+    assert all(_meta(c)["schema_version"] == 3 for c in SOURCE.cells if _meta(c))
+
+
+def test_no_worked_solution_reaches_the_assignment():
+    for cell in SOURCE.cells:
+        assert "solution" not in cell.metadata.get("tags", [])
+        assert "<!-- BEGIN SOLUTION -->" not in cell.source
+        if cell.cell_type == "code":
+            assert cell.outputs == []
+            if "### BEGIN SOLUTION" in cell.source:
+                assert _meta(cell)["solution"]
+        else:
+            assert _meta(cell)["locked"]
+
+
+def test_points_can_be_set_per_exercise():
+    first = make_assignment.graded(SOURCE)[0][0]  # "lessonNN-name"
+    name = first.split("-", 1)[1]
+    nb = make_assignment.source_notebook(SOLUTIONS, points=2, points_for={name: 5})
+    points = {gid: p for gid, _, p in make_assignment.graded(nb)}
+    assert points.pop(first) == 5
+    assert set(points.values()) == {2}
+    assert f"{5 + 2 * len(points):g} in all" in nb.cells[_grading_note_index(nb)].source
+
+
+def _grading_note_index(nb) -> int:
+    return next(i for i, c in enumerate(nb.cells) if _meta(c).get("grade_id") == "grading")
+
+
+# --- the whole path: generate_assignment, autograde, generate_feedback ----------------------
+
+PERTURB = """
+
+# --- made by tests/test_assignment.py: a known-wrong answer, the solution above with its
+# result perturbed.
+def _perturbed(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.dtype == torch.bool:
+            return ~value
+        return value + (0.5 if value.is_floating_point() else 1)
+    if isinstance(value, torch.nn.Module):
+        value.register_forward_hook(lambda module, args, out: _perturbed(out))
+        return value
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, tuple | list):
+        items = [_perturbed(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    return None
+
+
+_solution_{name} = {name}
+
+
+def {name}(*args, **kwargs):
+    return _perturbed(_solution_{name}(*args, **kwargs))
+"""
+
+
+@dataclass
+class Wrong:
+    """One known-wrong answer: the test cell it fails, and the checker's message for it."""
+
+    grade_id: str
+    answer_id: str
+    lesson: str
+    message: str = ""
+
+
+@dataclass
+class Graded:
+    course: Path
+    points: dict[str, float]  # grade_id -> points, every test cell
+    wrong: list[Wrong]
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)  # student -> grade_id
+    feedback: dict[str, str] = field(default_factory=dict)  # student -> text of the report
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def _test_call(cell) -> ast.Call:
+    """The checker call in a generated test cell (``_verdict = check_x(fn)``)."""
+    node = ast.parse(cell.source).body[0]
+    return node.value
+
+
+def wrong_answers(source) -> list[Wrong]:
+    """The first graded exercise of each lesson, with the answer cell that defines the
+    function its checker is given."""
+    wrong, seen, answers = [], set(), {}
+    for cell in source.cells:
+        meta = _meta(cell)
+        if meta.get("solution"):
+            for name in make_assignment.defined_names(cell.source):
+                answers[name] = meta["grade_id"]  # the latest definition wins, as in a kernel
+        elif meta.get("grade"):
+            lesson = make_assignment.lesson_of(cell)
+            if lesson in seen:
+                continue
+            seen.add(lesson)
+            fn = _test_call(cell).args[0].id
+            wrong.append(Wrong(meta["grade_id"], answers[fn], lesson))
+    return wrong
+
+
+def checker_message(source, wrong: Wrong) -> str:
+    """What the checker says about the wrong answer, run here in-process: the lesson's
+    setup cells and answers (solutions), the wrong one perturbed, then the test's call with
+    record=False."""
+    namespace: dict = {}
+    test = None
+    for cell in source.cells:
+        meta = _meta(cell)
+        if make_assignment.lesson_of(cell) != wrong.lesson or cell.cell_type != "code":
+            continue
+        if meta.get("grade_id") == wrong.grade_id:
+            test = cell
+            break
+        if meta.get("solution") or make_assignment.imports_checkers(cell.source):
+            code = _answer(cell.source)
+            if meta.get("grade_id") == wrong.answer_id:
+                code += _perturbation(cell)
+            exec(compile(code, meta["grade_id"], "exec"), namespace)
+    call = _test_call(test)
+    call.keywords.append(ast.keyword("record", ast.Constant(False)))
+    verdict = eval(
+        compile(ast.Expression(ast.fix_missing_locations(call)), "check", "eval"), namespace
+    )
+    assert verdict.status != "passed", f"{wrong.grade_id}: the checker passes the perturbed answer"
+    return verdict.message
+
+
+def _perturbation(answer_cell) -> str:
+    # the function the test's checker is given is the one the answer cell defines last
+    name = make_assignment.defined_names(answer_cell.source)[-1]
+    return PERTURB.format(name=name)
+
+
+def submission(release, source, wrong: list[Wrong] = ()) -> nbformat.NotebookNode:
+    """The release notebook with every answer cell filled in from the source's solutions;
+    the answers named in ``wrong`` are perturbed."""
+    nb = nbformat.from_dict(release)
+    solutions = _by_id(source)
+    perturbed = {w.answer_id for w in wrong}
+    for cell in nb.cells:
+        meta = _meta(cell)
+        if meta.get("solution"):
+            answer = solutions[meta["grade_id"]]
+            cell.source = _answer(answer.source)
+            if meta["grade_id"] in perturbed:
+                cell.source += _perturbation(answer)
+    return nb
+
+
+def _nbgrader(course: Path, *args: str) -> float:
+    env = dict(os.environ)
+    # nbgrader runs `alembic` from PATH; the kernel uses one thread (2 shared cores)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["OMP_NUM_THREADS"] = "1"
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stderr[-4000:]}"
+    return time.perf_counter() - start
+
+
+def _text(report: Path) -> str:
+    """The visible text of an HTML report: tags dropped, entities decoded, ANSI codes gone."""
+    raw = report.read_text()
+    raw = re.sub(r"<(script|style)\b.*?</\1>", " ", raw, flags=re.DOTALL)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", raw)))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> Graded:
+    pytest.importorskip("nbgrader")
+    from nbgrader.api import Gradebook
+
+    course = tmp_path_factory.mktemp("course")
+    seconds = {}
+    make_assignment.write_course(course)
+    source = nbformat.read(course / "source" / ASSIGNMENT / NOTEBOOK, as_version=4)
+    seconds["generate_assignment"] = _nbgrader(course, "generate_assignment", ASSIGNMENT)
+    release = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
+    wrong = wrong_answers(source)
+    for w in wrong:
+        w.message = checker_message(source, w)
+    for student, nb in (
+        ("full", submission(release, source)),
+        ("wrong", submission(release, source, wrong)),
+    ):
+        path = course / "submitted" / student / ASSIGNMENT / NOTEBOOK
+        path.parent.mkdir(parents=True)
+        nbformat.write(nb, path)
+    seconds["autograde"] = _nbgrader(course, "autograde", ASSIGNMENT)
+    seconds["generate_feedback"] = _nbgrader(course, "generate_feedback", ASSIGNMENT)
+    result = Graded(
+        course, {gid: p for gid, _, p in make_assignment.graded(source)}, wrong, seconds=seconds
+    )
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in ("full", "wrong"):
+            notebook = gb.find_submission_notebook(Path(NOTEBOOK).stem, ASSIGNMENT, student)
+            result.scores[student] = {g.name: g.score for g in notebook.grades}
+            report = (
+                course / "feedback" / student / ASSIGNMENT / Path(NOTEBOOK).with_suffix(".html")
+            )
+            result.feedback[student] = _text(report)
+    print(f"\nnbgrader timings (s): {seconds}")
+    for student, scores in result.scores.items():
+        print(f"{student}: {sum(scores.values()):g} of {sum(result.points.values()):g}", scores)
+    return result
+
+
+def _cells(report: str) -> dict[str, str]:
+    """grade_id -> the report's text for that grade cell (from its "Score: x / y" on)."""
+    parts = re.split(r"Grade cell: ([A-Za-z0-9_-]+) ", report)[1:]
+    return dict(zip(parts[::2], parts[1::2], strict=True))
+
+
+def _total(scores: dict[str, float]) -> str:
+    return f"{sum(scores.values()):.1f}"
+
+
+@pytest.mark.nbgrader
+def test_the_solutions_get_full_marks(graded):
+    assert graded.scores["full"] == graded.points
+    report = graded.feedback["full"]
+    total = _total(graded.points)
+    assert f"(Score: {total} / {total})" in report
+    cells = _cells(report)
+    assert set(cells) == set(graded.points)
+    for grade_id, text in cells.items():
+        points = f"{graded.points[grade_id]:.1f}"
+        assert text.startswith(f"Score: {points} / {points}"), grade_id
+        assert "AssertionError" not in text and "❌ not yet:" not in text, grade_id
+
+
+@pytest.mark.nbgrader
+def test_one_wrong_answer_per_lesson_loses_exactly_its_points(graded):
+    lessons = {make_assignment.lesson_of(c) for c in SOURCE.cells if _meta(c).get("grade")}
+    assert sorted(w.lesson for w in graded.wrong) == sorted(lessons)
+    expected = dict(graded.points)
+    for w in graded.wrong:
+        expected[w.grade_id] = 0
+    assert graded.scores["wrong"] == expected
+    report = graded.feedback["wrong"]
+    assert f"(Score: {_total(expected)} / {_total(graded.points)})" in report
+
+
+@pytest.mark.nbgrader
+def test_the_feedback_shows_the_checkers_message_for_each_wrong_answer(graded):
+    cells = _cells(graded.feedback["wrong"])
+    wrong = {w.grade_id: w for w in graded.wrong}
+    for grade_id, text in cells.items():
+        points = f"{graded.points[grade_id]:.1f}"
+        if grade_id not in wrong:
+            assert text.startswith(f"Score: {points} / {points}"), grade_id
+            assert "AssertionError" not in text, grade_id
+            continue
+        message = wrong[grade_id].message
+        assert message
+        assert text.startswith(f"Score: 0.0 / {points}"), grade_id
+        # printed by the checker, then again as the failed test's AssertionError
+        assert f"❌ not yet: {message}" in text.split("AssertionError")[0], grade_id
+        assert f"AssertionError: ❌ not yet: {message}" in text, grade_id

@@ -1,0 +1,298 @@
+"""Turn the exercises into an nbgrader assignment (`make assignment`).
+
+    python tools/make_assignment.py                      # build/course/source/attention_lab/
+    python tools/make_assignment.py --course DIR --points 2
+    cd build/course && nbgrader generate_assignment attention_lab --force   # the release
+
+From notebooks/exercises_solutions.ipynb this writes an nbgrader *source* assignment,
+``COURSE/source/ASSIGNMENT/exercises.ipynb``, and ``COURSE/nbgrader_config.py`` (run every
+nbgrader command from COURSE). Nothing here names an exercise: every rule reads the markers,
+tags and checker calls of the solutions notebook, so the assignment follows the exercise set.
+
+* A code cell with ``### BEGIN SOLUTION`` / ``### END SOLUTION`` becomes an autograded answer
+  cell (nbgrader ``solution``); ``nbgrader generate_assignment`` replaces the marked lines
+  with its stub, ``raise NotImplementedError()``. Its grade_id is ``answer-<name it defines>``.
+* A code cell made only of checker calls, ``check_x(fn)``, becomes one autograded test cell
+  per call (``grade``, locked, ``--points`` each, grade_id ``lessonNN-x``): it runs the
+  checker, which prints its verdict, and raises AssertionError unless the verdict is
+  "passed", so nbgrader gives the points only then. A call with ``record=False`` is a
+  demonstration and stays an ordinary cell.
+* Markdown cells and the cells that import the checkers become read-only (locked), so
+  ``nbgrader autograde`` restores them as released.
+* As in the learner notebook (tools/make_exercises.py): cells tagged ``solution`` (worked
+  demos) are left out, and so is markdown between ``<!-- BEGIN SOLUTION -->`` and
+  ``<!-- END SOLUTION -->``; so are the Colab badge and setup cells, and every output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "notebooks" / "exercises_solutions.ipynb"
+COURSE = ROOT / "build" / "course"
+ASSIGNMENT = "attention_lab"
+NOTEBOOK = "exercises.ipynb"
+SCHEMA_VERSION = 3
+CHECKER = re.compile(r"^check_\w+$")
+DROPPED_TAGS = {"colab-badge", "colab-setup"}
+CHECKERS_MODULE = "attention_lab.exercises"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_exercises import BEGIN, SOLUTION_TAG, lesson_of, stub_markdown  # noqa: E402
+
+CONFIG = """\
+# Written by tools/make_assignment.py (`make assignment`); run nbgrader from this directory.
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "attention_lab"
+# Lesson 08 trains two small models in one cell: give a slow machine time.
+c.Execute.timeout = 300
+"""
+
+GRADING_NOTE = """\
+**How this assignment is graded.** nbgrader runs the notebook top to bottom. The check cell
+below each exercise is locked: it runs the exercise's checker, which prints its verdict as
+usual, and raises `AssertionError` when the verdict is not ✅ passed. An exercise scores its
+points only when its check passes. Points: {points}."""
+
+TEST_CELL = """\
+# Autograded test of exercise {exercise} (lesson {lesson}, {points:g} point{s}): the checker
+# prints its verdict; the points are given only when it says "passed".
+_verdict = {call}
+assert _verdict.status == "passed", str(_verdict)"""
+
+
+class AssignmentError(ValueError):
+    """The solutions notebook has something this tool cannot turn into an assignment."""
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _nbgrader(cell, grade_id: str, *, grade=False, solution=False, locked=False, points=None):
+    meta = {
+        "grade": grade,
+        "solution": solution,
+        "locked": locked,
+        "grade_id": grade_id,
+        "schema_version": SCHEMA_VERSION,
+    }
+    if grade:
+        meta["points"] = points
+    cell.metadata["nbgrader"] = meta
+    return cell
+
+
+def checker_calls(source: str) -> list[ast.Call] | None:
+    """The checker calls of a cell made only of ``check_x(...)`` statements, else None.
+
+    Calls with ``record=False`` (demonstrations of a wrong answer) do not count: a cell with
+    one is not a test cell."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return None
+    calls = []
+    for node in body:
+        if not (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and CHECKER.match(node.value.func.id)
+        ):
+            return None
+        if any(k.arg == "record" for k in node.value.keywords):
+            return None
+        calls.append(node.value)
+    return calls or None
+
+
+def exercise_of(call: ast.Call) -> str:
+    """``single_head_forward`` for ``check_single_head_forward(...)``: the exercise's name
+    in the checkers' registry (attention_lab.exercises._core)."""
+    return call.func.id.removeprefix("check_")
+
+
+def defined_names(source: str) -> list[str]:
+    """The functions and classes a cell defines at top level, in order."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return []
+    return [n.name for n in body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+
+
+def imports_checkers(source: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(
+        isinstance(n, ast.ImportFrom) and (n.module or "").startswith(CHECKERS_MODULE)
+        for n in ast.walk(tree)
+    )
+
+
+def has_solution(source: str) -> bool:
+    return any(line.strip() == BEGIN for line in source.split("\n"))
+
+
+def _unique(grade_id: str, seen: set[str]) -> str:
+    candidate, n = grade_id, 2
+    while candidate in seen:
+        candidate, n = f"{grade_id}-{n}", n + 1
+    seen.add(candidate)
+    return candidate
+
+
+def source_notebook(solutions, points: float = 1.0, points_for: dict[str, float] | None = None):
+    """The nbgrader source version of a solutions notebook (a new NotebookNode)."""
+    points_for = points_for or {}
+    nb = copy.deepcopy(solutions)
+    cells, seen = [], set()
+    lesson = None
+    for index, cell in enumerate(nb.cells):
+        tags = _tags(cell)
+        if SOLUTION_TAG in tags or DROPPED_TAGS & set(tags):
+            continue
+        lesson = lesson_of(cell) or lesson
+        where = f"lesson {lesson}" if lesson else "the introduction"
+        cell.metadata.pop("nbgrader", None)
+        if cell.cell_type == "markdown":
+            cell.source = stub_markdown(cell.source)
+            cells.append(_nbgrader(cell, _unique(f"text-{lesson or 'intro'}", seen), locked=True))
+            continue
+        if cell.cell_type != "code":
+            cells.append(cell)
+            continue
+        cell.outputs, cell.execution_count = [], None
+        calls = checker_calls(cell.source)
+        if has_solution(cell.source):
+            names = defined_names(cell.source)
+            if not names:
+                raise AssignmentError(f"cell {index} ({where}): a solution outside a function")
+            grade_id = _unique(f"answer-{names[0]}", seen)
+            cells.append(_nbgrader(cell, grade_id, solution=True))
+        elif calls:
+            if lesson is None:
+                raise AssignmentError(f"cell {index}: a checker call outside a lesson")
+            for call in calls:
+                exercise = exercise_of(call)
+                worth = points_for.get(exercise, points)
+                test = nbformat.v4.new_code_cell(
+                    TEST_CELL.format(
+                        exercise=exercise,
+                        lesson=lesson,
+                        points=worth,
+                        s="" if worth == 1 else "s",
+                        call=ast.unparse(call),
+                    ),
+                    metadata=copy.deepcopy(cell.metadata),
+                )
+                grade_id = _unique(f"lesson{lesson}-{exercise}", seen)
+                cells.append(_nbgrader(test, grade_id, grade=True, locked=True, points=worth))
+        elif imports_checkers(cell.source):
+            cells.append(_nbgrader(cell, _unique(f"setup-{lesson or 'intro'}", seen), locked=True))
+        else:
+            cells.append(cell)
+    for cell in cells:  # stable cell ids: the grade_id where there is one
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id:
+            cell["id"] = grade_id[:64]
+    rows = [
+        (cell.metadata["nbgrader"]["points"], lesson_of(cell))
+        for cell in cells
+        if cell.metadata.get("nbgrader", {}).get("grade")
+    ]
+    if rows:  # the note goes before the first lesson's heading
+        first = next(i for i, cell in enumerate(cells) if lesson_of(cell))
+        per_lesson = {}
+        for worth, les in rows:
+            per_lesson[les] = per_lesson.get(les, 0) + worth
+        text = ", ".join(f"lesson {les} {p:g}" for les, p in per_lesson.items())
+        total = f"{sum(per_lesson.values()):g} in all ({text})"
+        note = nbformat.v4.new_markdown_cell(GRADING_NOTE.format(points=total))
+        cells.insert(first, _nbgrader(note, _unique("grading", seen), locked=True))
+        note["id"] = "grading"
+    nb.cells = cells
+    return nb
+
+
+def graded(nb) -> list[tuple[str, str, float]]:
+    """``(grade_id, lesson, points)`` of every autograded test cell, in notebook order."""
+    rows = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            rows.append((meta["grade_id"], lesson_of(cell), meta["points"]))
+    return rows
+
+
+def write_course(
+    course: Path = COURSE,
+    solutions_path: Path = SOLUTIONS,
+    assignment: str = ASSIGNMENT,
+    points: float = 1.0,
+    points_for: dict[str, float] | None = None,
+) -> Path:
+    """Write COURSE/nbgrader_config.py and the source assignment; return the notebook's path."""
+    nb = source_notebook(nbformat.read(solutions_path, as_version=4), points, points_for)
+    if not graded(nb):
+        raise AssignmentError(f"{solutions_path.name} has no checker calls: nothing to grade")
+    target = course / "source" / assignment / NOTEBOOK
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    (course / "nbgrader_config.py").write_text(CONFIG)
+    return target
+
+
+def _points_for(items: list[str]) -> dict[str, float]:
+    result = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not value:
+            raise SystemExit(f"--points-for takes EXERCISE=POINTS, not {item!r}")
+        result[name] = float(value)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--solutions", type=Path, default=SOLUTIONS)
+    parser.add_argument("--course", type=Path, default=COURSE, help="the nbgrader course dir")
+    parser.add_argument("--assignment", default=ASSIGNMENT)
+    parser.add_argument("--points", type=float, default=1.0, help="points per exercise")
+    parser.add_argument(
+        "--points-for",
+        action="append",
+        default=[],
+        metavar="EXERCISE=POINTS",
+        help="points of one exercise (its checker's name without check_)",
+    )
+    args = parser.parse_args(argv)
+    target = write_course(
+        args.course, args.solutions, args.assignment, args.points, _points_for(args.points_for)
+    )
+    rows = graded(nbformat.read(target, as_version=4))
+    lessons = dict.fromkeys(lesson for _, lesson, _ in rows)
+    total = sum(p for _, _, p in rows)
+    print(
+        f"wrote {target.relative_to(Path.cwd()) if target.is_relative_to(Path.cwd()) else target}:"
+        f" {len(rows)} graded exercises in {len(lessons)} lessons, {total:g} points"
+    )
+    for lesson in lessons:
+        ids = [f"{gid} ({p:g})" for gid, les, p in rows if les == lesson]
+        print(f"  lesson {lesson}: {', '.join(ids)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
