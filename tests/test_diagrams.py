@@ -313,35 +313,101 @@ def test_training_setup_draws_the_model_with_its_shapes_and_heads():
     assert sorted(head_patches(fig)) == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize(("T", "tile"), [(8, 2), (16, 4), (10, 3), (5, 5)])
-def test_tiled_softmax_reads_one_key_tile_per_step_and_never_draws_t_by_t(T, tile):
-    fig = diagrams.tiled_softmax(T, tile)
+def drawn_number(fig, gid: str) -> float:
+    (text,) = [t for ax in fig.axes for t in ax.texts if t.get_gid() == gid]
+    return float(text.get_text())
+
+
+def running(scores: torch.Tensor, values: torch.Tensor, end: int) -> tuple[float, float, float]:
+    """m, l and acc after the first ``end`` keys, computed in one go (no tiles)."""
+    seen = scores[:end].double()
+    m = seen.max()
+    e = torch.exp(seen - m)
+    return float(m), float(e.sum()), float(e @ values[:end].double())
+
+
+@pytest.mark.parametrize(("T", "tile"), [(8, 2), (8, 4), (16, 4), (10, 3), (10, 4), (5, 5)])
+def test_online_softmax_steps_match_torch_softmax(T, tile):
+    g = torch.Generator().manual_seed(T * 10 + tile)
+    scores = torch.randn(T, generator=g) * 3
+    values = torch.randn(T, 3, generator=g)
+    steps = diagrams.online_softmax_steps(scores, tile, values)
+    assert [(st["first"], st["last"]) for st in steps] == [
+        (j, min(T, j + tile) - 1) for j in range(0, T, tile)
+    ]
+    m_old = float("-inf")
+    for st in steps:
+        end = st["last"] + 1
+        seen = scores[:end].double()
+        m = float(seen.max())
+        assert st["m"] == pytest.approx(m) and st["m_old"] == m_old
+        assert st["rescale"] == pytest.approx(float(torch.exp(torch.tensor(m_old - m))))
+        assert st["l"] == pytest.approx(float(torch.exp(seen - m).sum()))
+        torch.testing.assert_close(
+            torch.tensor(st["weights"]), torch.softmax(seen, dim=-1), check_dtype=False
+        )
+        torch.testing.assert_close(
+            torch.tensor(st["acc"]),
+            torch.exp(seen - m) @ values[:end].double(),
+            check_dtype=False,
+        )
+        m_old = m
+    torch.testing.assert_close(
+        torch.tensor(steps[-1]["weights"]), torch.softmax(scores, -1), check_dtype=False
+    )
+    torch.testing.assert_close(
+        torch.tensor(steps[-1]["out"]),
+        torch.softmax(scores.double(), -1) @ values.double(),
+        check_dtype=False,
+    )
+    assert steps[0]["rescale"] == 0.0 and "acc" not in diagrams.online_softmax_steps(scores, 2)[0]
+
+
+@pytest.mark.parametrize(("T", "tile"), [(8, 4), (10, 4), (16, 4), (10, 3), (5, 5)])
+def test_tiled_softmax_draws_the_numbers_of_every_tile_and_ends_at_the_softmax(T, tile):
+    scores = torch.tensor(np.round(np.random.default_rng(T).normal(0, 1.5, T), 1))
+    values = torch.tensor(np.random.default_rng(T + 1).integers(-3, 4, T).astype(float))
+    fig = diagrams.tiled_softmax(T, tile, scores=scores, values=values)
     n = -(-T // tile)
+    for k in range(n):
+        end = min(T, (k + 1) * tile)
+        m, l, acc = running(scores, values, end)
+        assert drawn_number(fig, f"tile max {k}") == pytest.approx(
+            float(scores[k * tile : end].max()), abs=5e-4
+        )
+        assert drawn_number(fig, f"l {k}") == pytest.approx(l, abs=5e-4)
+        assert drawn_number(fig, f"acc {k}") == pytest.approx(acc, abs=5e-4)
+        (m_text,) = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == f"m {k}"]
+        assert float(m_text.split("→")[1]) == pytest.approx(m, abs=5e-4)
+    expected = torch.softmax(scores, dim=-1)  # the plain softmax, computed independently
+    for j in range(T):
+        assert drawn_number(fig, f"weight {j}") == pytest.approx(float(expected[j]), abs=5e-4)
+        assert drawn_number(fig, f"score {j}") == pytest.approx(float(scores[j]), abs=5e-4)
+    (out,) = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == "out"]
+    want = float(expected.double() @ values.double())
+    assert float(out.split("=")[3].split()[0]) == pytest.approx(want, abs=5e-4)
+    # one step alone: the table filled up to that step, the tile read outlined
+    single = diagrams.tiled_softmax(T, tile, step=0, scores=scores, values=values)
+    gids = [t.get_gid() for t in single.axes[0].texts]
+    assert "l 0" in gids and (n == 1 or "l 1" not in gids)
+    if n > 1:
+        assert "worked step" in gids and "weight 0" not in gids
 
-    def panels(fig) -> dict[str, list]:  # the patches of each step's panel
-        found = {}
-        for p in (p for ax in fig.axes for p in ax.patches):
-            found.setdefault(p.get_label(), []).append(p)
-        return found
 
-    drawn = panels(fig)
-    assert sorted(drawn) == sorted(f"step {s}" for s in range(n))
-    for s in range(n):
-        gids = [p.get_gid() for p in drawn[f"step {s}"]]
-        assert gids.count("tile read") == 1
-        assert gids.count("tile done") == s and gids.count("tile later") == n - 1 - s
-        assert {"state m", "state l", "state acc"} <= set(gids)
-        assert len(gids) < T * T or T * T <= n + 4  # no T x T grid of cells
-    single = diagrams.tiled_softmax(T, tile, step=n - 1)
-    assert list(panels(single)) == [f"step {n - 1}"]
-    assert "out = acc / l" in texts(single)
+def test_tiled_softmax_default_row_is_seeded_and_the_same_each_time():
+    first = diagrams.tiled_softmax(8, 4)
+    again = diagrams.tiled_softmax(8, 4)
+    assert texts(first) == texts(again)
+    assert "out = acc / l" in texts(diagrams.tiled_softmax(10, 4, step=2))
 
 
 def test_tiled_softmax_refuses_too_many_steps_to_draw():
-    with pytest.raises(ValueError, match="tile=4"):
-        diagrams.tiled_softmax(32, 2)
+    with pytest.raises(ValueError, match="tile=2"):
+        diagrams.tiled_softmax(16, 1)
     with pytest.raises(ValueError, match="step=9"):
         diagrams.tiled_softmax(8, 2, step=9)
+    with pytest.raises(ValueError, match="T=32"):
+        diagrams.tiled_softmax(32, 4)
 
 
 ALL_DIAGRAMS = {
@@ -456,8 +522,14 @@ def test_every_public_name_of_the_old_module_is_still_importable_with_its_signat
     import attention_lab.diagrams as package
 
     for name, signature in OLD_PUBLIC_API.items():
-        assert str(inspect.signature(getattr(package, name))) == signature, name
+        now = inspect.signature(getattr(package, name))
+        old = signature[1 : signature.rindex(") ->")].split(", ")  # the old parameters
+        params = list(now.parameters.values())
+        # the old parameters first, unchanged; anything added has a default (keywords)
+        assert [str(p) for p in params[: len(old)]] == old, name
+        assert all(p.default is not p.empty for p in params[len(old) :]), name
+        assert str(now.return_annotation) == signature.rsplit("-> ", 1)[1].strip("'"), name
     for name, value in OLD_CONSTANTS.items():
         assert getattr(package, name) == value
-    assert set(package.__all__) == set(OLD_PUBLIC_API) | set(OLD_CONSTANTS)
+    assert set(package.__all__) >= set(OLD_PUBLIC_API) | set(OLD_CONSTANTS)
     assert hasattr(package.head_split_png, "cache_info")  # still the cached PNG

@@ -24,7 +24,9 @@ function                              what it shows                         note
                                       head owns
 ``training_setup``                    tokens -> embeddings -> attention ->  08          ``training``
                                       LM head -> next token
-``tiled_softmax``                     the online-softmax tile walk          bonus       ``training``
+``tiled_softmax``                     the online softmax worked with        bonus       ``training``
+                                      numbers: m, rescale, l, acc per tile
+``online_softmax_steps``              those numbers, per tile, as dicts     bonus       ``training``
 ====================================  ====================================  ==========  ===========
 
 Shared boxes, arrows, labels and size checks are in ``_draw``. Colours, font sizes and
@@ -35,7 +37,7 @@ from ._draw import ARROW, EDGE, MAX_D, MAX_HEADS, NEUTRAL
 from .flow import qkv_flow, weighted_average
 from .heads import draw_head_split, head_rows, head_split, head_split_png
 from .masks import causal_mask_grid, dropout_row, mask_before_vs_after
-from .training import tiled_softmax, training_setup
+from .training import online_softmax_steps, tiled_softmax, training_setup
 
 __all__ = [
     "ARROW",
@@ -50,6 +52,7 @@ __all__ = [
     "head_split",
     "head_split_png",
     "mask_before_vs_after",
+    "online_softmax_steps",
     "qkv_flow",
     "tiled_softmax",
     "training_setup",

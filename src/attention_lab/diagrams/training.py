@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+from matplotlib.patches import Rectangle
+
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE, head_color, text_color_on
 from ..plotting import LabFigure
 from ._draw import (
@@ -15,10 +18,10 @@ from ._draw import (
     _heads,
     _label,
     _own_axes,
-    _row_lines,
     _size,
     _suptitle,
     _title,
+    _weights,
 )
 
 # -- 08: the training setup ---------------------------------------------------------------
@@ -95,92 +98,281 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
 
 # -- bonus: tiled attention with an online softmax ----------------------------------------
 
+MAX_TILED_KEYS = 16  # one number per key must fit across the figure
 
-def tiled_softmax(T: int, tile: int, step: int | None = None) -> LabFigure:
-    """The online-softmax tile walk (bonus): at step s the keys and values of tile s are
-    read, and each query row keeps only a running max m, a running sum l and an
-    accumulator acc; the T x T score matrix never exists. ``step=None`` draws every step
-    side by side (at most 8 tiles); ``step=s`` draws step s alone, larger."""
-    T = _size("T", T, 1, 64, example=8)
+
+def online_softmax_steps(scores, tile: int, values=None) -> list[dict]:
+    """The online softmax of one row of ``scores`` (T,), read ``tile`` keys at a time.
+
+    Returns one dict per tile, the numbers a tiled attention keeps after reading it:
+
+    * ``step``, ``first``, ``last``: the tile's number and its first and last key (inclusive);
+    * ``scores``: the tile's scores; ``tile_max``: their maximum;
+    * ``m_old``, ``m``: the running max before and after (``m_old`` is -inf at step 0);
+    * ``rescale``: exp(m_old - m), what the old ``l`` and ``acc`` are multiplied by (0 at
+      step 0);
+    * ``l``: the running sum of exp(s - m) over the keys read so far;
+    * ``acc`` (only with ``values``, (T,) or (T, d)): the running sum of exp(s - m) * v;
+      ``out`` = acc / l;
+    * ``weights``: exp(s - m) / l for the keys read so far: after the last tile, exactly
+      ``torch.softmax(scores, dim=-1)``.
+
+    Plain Python floats (lists for a (T, d) ``values``), so a notebook can print them::
+
+        for step in online_softmax_steps(torch.tensor([1.0, 3.0, 0.5, 2.0]), tile=2):
+            print(step["step"], step["m"], step["rescale"], step["l"])
+    """
+    s = _weights(scores, "scores", 1)
+    T = len(s)
+    tile = _size("tile", tile, 1, max(T, 1), example=max(1, T // 2))
+    v = None
+    if values is not None:
+        v = np.asarray(
+            values.detach().double().cpu().numpy() if hasattr(values, "detach") else values,
+            dtype=float,
+        )
+        if v.ndim not in (1, 2) or v.shape[0] != T:
+            raise ValueError(
+                f"values have shape {v.shape}; pass one value per key: ({T},) or ({T}, d)"
+            )
+    m, l, acc = -math.inf, 0.0, None if v is None else np.zeros(v.shape[1:])
+    steps = []
+    for k, first in enumerate(range(0, T, tile)):
+        last = min(T, first + tile) - 1
+        block = s[first : last + 1]
+        tile_max = float(block.max())
+        m_new = max(m, tile_max)
+        rescale = math.exp(m - m_new)  # exp(-inf) = 0 on the first tile
+        p = np.exp(block - m_new)
+        l = l * rescale + float(p.sum())
+        step = {
+            "step": k,
+            "first": first,
+            "last": last,
+            "scores": block.tolist(),
+            "tile_max": tile_max,
+            "m_old": m,
+            "m": m_new,
+            "rescale": rescale,
+            "l": l,
+        }
+        if v is not None:
+            acc = acc * rescale + p @ v[first : last + 1]
+            step["acc"] = acc.tolist() if acc.ndim else float(acc)
+            step["out"] = (acc / l).tolist() if acc.ndim else float(acc / l)
+        step["weights"] = (np.exp(s[: last + 1] - m_new) / l).tolist()
+        m = m_new
+        steps.append(step)
+    return steps
+
+
+def _example_row(T: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded row of T scores (one decimal) and T small whole-number values."""
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.normal(0.0, 1.5, T), 1)
+    values = rng.integers(-3, 4, T).astype(float)
+    return scores, values
+
+
+def _num(x: float) -> str:
+    if x == -math.inf:
+        return "-∞"
+    return f"{x:.3f}".rstrip("0").rstrip(".") if abs(x) < 1000 else f"{x:.0f}"
+
+
+def tiled_softmax(
+    T: int, tile: int, step: int | None = None, *, scores=None, values=None, seed: int = 0
+) -> LabFigure:
+    """The online softmax worked through with numbers, one query row (bonus notebook).
+
+    A row of T scores s (``scores=``; default: a seeded row, one decimal) and one value v
+    per key (``values=``, default: seeded whole numbers) are read ``tile`` keys at a time.
+    After each tile the table shows what a tiled attention keeps: the running max m, the
+    rescale factor exp(m_old - m) that corrects what was summed under the old max, the
+    running sum l of exp(s - m) and the running weighted sum acc of exp(s - m)·v. The last
+    lines show out = acc / l and the weights exp(s - m) / l: the plain softmax of s.
+    The numbers come from ``online_softmax_steps``. ``step=s`` fills the table up to step
+    s only (the tile read then outlined), as the walk stands after that step.
+    """
+    T = _size("T", T, 1, MAX_TILED_KEYS, example=8)
     tile = _size("tile", tile, 1, T, example=max(1, T // 4))
     n = math.ceil(T / tile)
-    if step is None and n > 8:
+    if n > 8:
         raise ValueError(
-            f"T={T} with tile={tile} makes {n} steps, too many to draw side by side; "
-            f"pass a larger tile (e.g. tile={math.ceil(T / 8)}) or one step=0..{n - 1}"
+            f"T={T} with tile={tile} makes {n} steps, too many to draw; "
+            f"pass a larger tile (e.g. tile={math.ceil(T / 8)})"
         )
     if step is not None:
         step = _size("step", step, 0, n - 1, example=0)
-    steps = range(n) if step is None else [step]
-    cols = min(len(steps), 4)  # more than 4 steps wrap to a second row: readable at 900 px
-    rows = -(-len(steps) // cols)
-    pw, ph = (2.3, 2.5) if step is None else (8.2, 3.0)  # inches per panel
-    width, height = max(7.0, cols * pw + 0.6), 0.6 + rows * ph + 0.45
-    fig = LabFigure(figsize=(width, height), dpi=DPI)
-    # ONE axes for all panels (an axes costs ~15 ms to build): panel k is drawn in its
-    # own (PW x PH)-unit square of the data plane, its artists labelled "step s"
-    PW, PH = (4.0 if step is None else 9.0), 4.3
-    ax = fig.add_axes(
-        ((width - cols * pw) / 2 / width, 0.45 / height, cols * pw / width, rows * ph / height)
+    default_s, default_v = _example_row(T, seed)
+    s = default_s if scores is None else _weights(scores, "scores", 1)
+    v = default_v if values is None else _weights(values, "values", 1)
+    if len(s) != T or len(v) != T:
+        raise ValueError(
+            f"got {len(s)} scores and {len(v)} values for T={T} keys; pass one of each per key"
+        )
+    steps = online_softmax_steps(s, tile, v)
+    shown = n if step is None else step + 1  # table rows filled in
+
+    cell = 0.62 if T <= 12 else 0.56  # inches per key in the score rows: "0.054" at 10 pt
+    name_w = 1.35
+    cols = (  # (header, width in inches)
+        ("step", 0.55),
+        ("keys", 0.75),
+        ("tile max", 0.8),
+        ("m\nold → new", 1.2),
+        ("rescale\nexp(m_old − m)", 1.45),
+        ("l\nl·rescale + Σ exp(s − m)", 2.3),
+        ("acc\nacc·rescale + Σ exp(s − m)·v", 2.65),
     )
-    _canvas(0, 0, (-0.4, -0.4 + cols * PW), (3.4 - rows * PH, 3.4), ax=ax)
-    unit = 3.0 / T
-    for k_ax, s in enumerate(steps):
-        r, c = divmod(k_ax, cols)
-        ox, oy = c * PW, -r * PH  # this panel's origin
-        tag = {"label": f"step {s}"}
-        header = c == 0  # names over the first panel of each row only
-        if header:
-            _label(ax, ox + 0.35, oy + 3.2, "K, V", size=TICK_SIZE, weight="bold")
-        for t in range(n):
-            first, last = t * tile, min(T, (t + 1) * tile)
-            y = 3.0 - last * unit
-            if t == s:
-                color, gid = head_color(1), "read"
-            elif t < s:
-                color, gid = "#D9D9D9", "done"
-            else:
-                color, gid = "white", "later"
-            _box(
-                ax, ox, oy + y, 0.7, (last - first) * unit, color, lw=0.9, gid=f"tile {gid}", **tag
-            )
-        y_read = 3.0 - (min(T, (s + 1) * tile) + s * tile) / 2 * unit
-        _arrow(ax, (ox + 0.75, oy + y_read), (ox + 1.35, oy + 1.5), lw=1.4, **tag)
-        state = []  # (x, y, w, h) of m, l, acc: one row per query
-        for k, (name, w) in enumerate((("m", 0.4), ("l", 0.4), ("acc", 0.9))):
-            x = ox + 1.45 + [0, 0.5, 1.0][k]
-            if header:
-                _label(ax, x + w / 2, oy + 3.2, name, size=TICK_SIZE, weight="bold")
-            colour = "#F3DCC4" if k < 2 else "#D5EBD3"
-            _box(ax, x, oy, w, 3.0, colour, lw=0.9, gid=f"state {name}", **tag)
-            state.append((x, oy, w, 3.0))
-        _row_lines(ax, state, T, color="#777777", lw=0.4)
-        first, last = s * tile, min(T, (s + 1) * tile) - 1
-        _label(ax, ox + 1.6, oy - 0.35, f"step {s}: read keys {first}-{last}", size=TICK_SIZE)
-        if step is not None:
+    table_w = sum(w for _, w in cols)
+    width = max(name_w + T * cell, table_w) + 0.5
+    row_h, head_h = 0.36, 0.55
+    height = 0.6 + 2 * 0.45 + 0.35 + head_h + n * row_h + 0.25 + 0.45 + 0.9
+    fig = LabFigure(figsize=(width, height), dpi=DPI)
+    ax = fig.add_axes((0, 0, 1, 1))
+    _canvas(0, 0, (0, width), (0, height), ax=ax)
+    y = height - 0.6  # the top of the next line, in inches from the bottom
+    x0 = 0.25 + name_w  # the first key's cell
+
+    def row_of_cells(y_top, name, numbers, gid, fill="white"):
+        _label(ax, x0 - 0.1, y_top - 0.2, name, size=TICK_SIZE, ha="right")
+        for j, value in enumerate(numbers):
+            colour = fill(j) if callable(fill) else fill
+            _box(ax, x0 + j * cell, y_top - 0.4, cell, 0.4, colour, lw=0.6, gid=f"{gid} {j}")
             _label(
                 ax,
-                ox + 3.7,
-                oy + 1.5,
-                "for every query row:\n"
-                "m ← max(m, row max of S)\n"
-                "l ← l·exp(m_old - m) + Σ exp(S - m)\n"
-                "acc ← acc·exp(m_old - m) + exp(S - m) V\n\n"
-                f"S = Q K[{first}:{last + 1}]ᵀ / √d_head\n"
-                f"is ({T}, {last - first + 1}), dropped after this step",
+                x0 + (j + 0.5) * cell,
+                y_top - 0.2,
+                _num(value),
                 size=TICK_SIZE,
-                ha="left",
+                gid=f"{gid} {j}",
             )
-        if s == n - 1:
-            _label(ax, ox + 1.6, oy - 0.72, "out = acc / l", size=TICK_SIZE, style="italic")
+
+    # 1) the row of scores and values, cut into tiles
+    current = None if step is None else step
+    tint = "#CFE3F1"  # the tile read at ``step``
+
+    def fill(j):
+        return tint if current is not None and j // tile == current else "white"
+
+    for k in range(n):  # tile names over the score row
+        first, last = k * tile, min(T, (k + 1) * tile) - 1
+        _label(
+            ax,
+            x0 + (first + last + 1) / 2 * cell,
+            y + 0.02,
+            f"tile {k}: keys {first}-{last}",
+            size=TICK_SIZE,
+            va="bottom",
+            weight="bold" if k == current else "normal",
+        )
+    row_of_cells(y, "scores s", s, "score", fill)
+    row_of_cells(y - 0.45, "values v", v, "value", fill)
+    for k in range(n):  # a thick outline around each tile of both rows
+        first, last = k * tile, min(T, (k + 1) * tile)
+        ax.add_artist(
+            Rectangle(
+                (x0 + first * cell, y - 0.85),
+                (last - first) * cell,
+                0.85,
+                facecolor="none",
+                edgecolor=head_color(1) if k == current else "black",
+                lw=2.6 if k == current else 1.6,
+                zorder=4,
+                gid=f"tile {k}",
+            )
+        )
+    y -= 0.9 + 0.35
+
+    # 2) the table: what is kept after each tile
+    tx = (width - table_w) / 2
+    x = tx
+    for header, w in cols:
+        _box(ax, x, y - head_h, w, head_h, NEUTRAL, lw=0.8, gid="header")
+        name, _, formula = header.partition("\n")
+        _label(
+            ax, x + w / 2, y - (0.2 if formula else head_h / 2), name, size=TICK_SIZE, weight="bold"
+        )
+        if formula:
+            _label(ax, x + w / 2, y - 0.4, formula, size=TICK_SIZE)
+        x += w
+    y -= head_h
+    for k, st in enumerate(steps):
+        filled = k < shown
+        colour = tint if k == current else "white"
+        if filled:
+            cells = (
+                str(k),
+                f"{st['first']}-{st['last']}",
+                _num(st["tile_max"]),
+                f"{_num(st['m_old'])} → {_num(st['m'])}",
+                _num(st["rescale"]),
+                _num(st["l"]),
+                _num(st["acc"]),
+            )
+        else:
+            cells = (str(k),) + ("",) * 6
+        x = tx
+        for (_, w), text, gid in zip(
+            cols, cells, ("step", "keys", "tile max", "m", "rescale", "l", "acc")
+        ):
+            _box(ax, x, y - row_h, w, row_h, colour, lw=0.6, gid=f"state {gid}", label=f"step {k}")
+            if text:
+                _label(ax, x + w / 2, y - row_h / 2, text, size=TICK_SIZE, gid=f"{gid} {k}")
+            x += w
+        y -= row_h
+    y -= 0.25
+
+    # 3) the result: out = acc / l and the weights, the plain softmax
+    last = steps[shown - 1]
+    if shown == n:
+        weights = np.exp(s - last["m"]) / last["l"]
+        row_of_cells(y, "exp(s − m) / l\n= softmax(s)", weights, "weight", "#D5EBD3")
+        _label(
+            ax,
+            width / 2,
+            y - 0.62,
+            f"out = acc / l = {_num(last['acc'])} / {_num(last['l'])} = {_num(last['out'])}"
+            "  = softmax(s) · v",
+            size=LABEL_SIZE,
+            va="top",
+            gid="out",
+        )
+    else:
+        st = steps[step]
+        old = steps[step - 1] if step else {"l": 0.0, "acc": 0.0}
+        p = np.exp(np.asarray(st["scores"]) - st["m"])  # exp(s - m) of this tile
+        pv = float(p @ v[st["first"] : st["last"] + 1])
+        _label(
+            ax,
+            width / 2,
+            y - 0.05,
+            f"step {step}: l = {_num(old['l'])} · {_num(st['rescale'])} + {_num(float(p.sum()))}"
+            f" = {_num(st['l'])},   acc = {_num(old['acc'])} · {_num(st['rescale'])} + "
+            f"{_num(pv)} = {_num(st['acc'])}",
+            size=TICK_SIZE,
+            va="top",
+            gid="worked step",
+        )
+        _label(
+            ax,
+            width / 2,
+            y - 0.45,
+            f"then tile {step}'s scores are dropped; after the last tile: out = acc / l, "
+            "weights = exp(s − m) / l",
+            size=TICK_SIZE,
+            va="top",
+            style="italic",
+        )
     fig.text(
         0.5,
         0.12 / height,
-        f"kept per query row: m, l and acc for all {T} rows -- never the {T} x {T} scores",
+        f"kept per query row between tiles: only m, l and acc -- never the row of {T} scores",
         ha="center",
         fontsize=TICK_SIZE,
         color=TEXT_COLOR,
     )
-    which = "every step" if step is None else f"step {step} of {n}"
-    _suptitle(fig, f"Tiled attention with an online softmax: T = {T}, tile = {tile}, {which}", 0.12)
+    which = "every step" if step is None else f"after step {step} of {n}"
+    _suptitle(fig, f"The online softmax with numbers: T = {T} keys, tile = {tile}, {which}", 0.12)
     return fig
