@@ -243,6 +243,17 @@ def test_weighted_average_refuses_weights_that_do_not_sum_to_one():
         diagrams.weighted_average([0.2, 0.3, 0.5], ["a", "b"])
 
 
+def test_qkv_flow_unscaled_draws_q_k_t_as_notebook_02_computes_it():
+    unscaled = texts(diagrams.qkv_flow(6, 16, 8, scaled=False))
+    assert "Q Kᵀ | scores (6, 6)" in unscaled and "√d_head = √8" not in unscaled
+    assert "/ √d_head" not in unscaled.replace("divided by √d_head", "")
+    assert "scaling: notebook 03" in unscaled
+    scaled = texts(diagrams.qkv_flow(6, 16, 8))  # the default: notebook 03's scaled scores
+    assert "Q Kᵀ / √d_head | scores (6, 6)" in scaled and "√d_head = √8 = 2.83" in scaled
+    assert "notebook 03" not in scaled
+    assert texts_outside_their_box(diagrams.qkv_flow(16, 512, 64, scaled=False)) == []
+
+
 def test_qkv_flow_labels_every_box_with_its_shape():
     fig = diagrams.qkv_flow(T=6, D=32, d_head=8)
     found = texts(fig)

@@ -101,9 +101,15 @@ def weighted_average(weights, tokens: Sequence[str] | None = None, query=None) -
 # -- 02: where Q, K and V come from -------------------------------------------------------
 
 
-def qkv_flow(T: int, D: int, d_head: int) -> LabFigure:
+def qkv_flow(T: int, D: int, d_head: int, *, scaled: bool = True) -> LabFigure:
     """x -> W_q, W_k, W_v -> Q, K, V -> scores QKᵀ/√d_head -> softmax -> weights @ V
-    (notebook 02), each box labelled with its shape for these sizes."""
+    (notebooks 02, 03), each box labelled with its shape for these sizes.
+
+    ``scaled=False`` draws the scores as notebook 02 computes them, ``Q @ K.T`` without
+    the 1/√d_head, with the note "scaling: notebook 03"::
+
+        qkv_flow(T, D, d_head=d_out, scaled=False)  # notebook 02
+    """
     T = _size("T", T, 1, 100_000, example=6)
     D = _size("D", D, 1, 100_000, example=32)
     d_head = _size("d_head", d_head, 1, 100_000, example=8)
@@ -140,14 +146,27 @@ def qkv_flow(T: int, D: int, d_head: int) -> LabFigure:
     sx, sy = cols[3], 4.0
     _arrow(ax, right(cols[2], ys["q"]), (sx - 0.05, sy + bh * 0.7))
     _arrow(ax, right(cols[2], ys["k"]), (sx - 0.05, sy + bh * 0.3))
-    node(sx, sy, "Q Kᵀ / √d_head", f"scores ({T}, {T})", gid="scores")
-    _label(
-        ax,
-        sx + bw / 2,
-        sy + bh + 0.25,
-        f"√d_head = √{d_head} = {math.sqrt(d_head):.2f}",
-        size=TICK_SIZE,
-    )
+    node(sx, sy, "Q Kᵀ / √d_head" if scaled else "Q Kᵀ", f"scores ({T}, {T})", gid="scores")
+    if scaled:
+        _label(
+            ax,
+            sx + bw / 2,
+            sy + bh + 0.25,
+            f"√d_head = √{d_head} = {math.sqrt(d_head):.2f}",
+            size=TICK_SIZE,
+            gid="scaling note",
+        )
+    else:  # right of the box, clear of the arrows coming in from Q and K
+        _label(
+            ax,
+            sx + bw + 0.2,
+            sy + bh / 2,
+            "Q @ K.T: not yet\ndivided by √d_head\n(scaling: notebook 03)",
+            size=TICK_SIZE,
+            ha="left",
+            style="italic",
+            gid="scaling note",
+        )
     wy = 1.8
     _arrow(ax, (sx + bw / 2, sy - 0.05), (sx + bw / 2, wy + bh + 0.05))
     _label(
@@ -165,4 +184,5 @@ def qkv_flow(T: int, D: int, d_head: int) -> LabFigure:
     node(ox, wy, "weights @ V", f"context ({T}, {d_head})", head_color(4), gid="context")
     _label(ax, cols[1] + bw / 2, 6.45, "three learned projections", size=TICK_SIZE, style="italic")
     _title(fig, ax, f"Where Q, K and V come from: T = {T}, D = {D}, d_head = {d_head}", True)
+    fig.set_gid("qkv_flow scaled" if scaled else "qkv_flow unscaled")
     return fig
