@@ -1,7 +1,9 @@
 """Input checks shared by every module: a clear message that names the value and the fix.
 
-Used by all the attention modules (notebooks 02-07), so a learner who passes the wrong
-shape or dtype is told what went wrong in words, not by a matmul error deep inside PyTorch.
+Used by all the attention modules (notebooks 02-07), ``functional.attention`` and ``TinyLM``
+(08), so a learner who passes the wrong shape or dtype is told what went wrong in words, not
+by a matmul error deep inside PyTorch. Each check is one line where it is used, so the
+modules read as the maths.
 """
 
 from __future__ import annotations
@@ -111,4 +113,75 @@ def check_mask(mask: torch.Tensor, t_q: int, t_k: int) -> None:
         raise ValueError(
             f"mask has shape {tuple(mask.shape)}, but the scores are (..., {t_q}, {t_k}); "
             f"slice it with mask[:{t_q}, :{t_k}] or build it for this length"
+        )
+
+
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Float tensors, q and k of the same width d_k, one value per key (``attention``)."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_float_tensor(t, name)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q has d_k={q.shape[-1]} but k has d_k={k.shape[-1]}; queries and keys must have "
+            "the same last dimension to take their dot product"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k has {k.shape[-2]} positions but v has {v.shape[-2]}; each key needs one value"
+        )
+
+
+def check_scores_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
+    """``check_mask`` for scores of ``scores_shape`` (..., T_q, T_k), and the mask's leading
+    dimensions must broadcast to the scores' without growing them."""
+    check_mask(mask, scores_shape[-2], scores_shape[-1])
+    try:
+        fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+    except RuntimeError:
+        fits = False
+    if not fits:
+        lead = tuple(scores_shape[:-2])
+        raise ValueError(
+            f"mask has shape {tuple(mask.shape)}, which does not broadcast to the scores "
+            f"{tuple(scores_shape)}; pass a ({scores_shape[-2]}, {scores_shape[-1]}) mask, or "
+            f"give it leading dimensions of size 1 or equal to {lead}"
+        )
+
+
+def check_token_ids(idx: torch.Tensor, vocab_size: int, context_length: int) -> None:
+    """``TinyLM``'s input: int64 (or int32) ids (B, T), T <= context_length, each in the
+    vocabulary."""
+    if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
+        dtype = getattr(idx, "dtype", type(idx).__name__)
+        raise TypeError(
+            f"TinyLM takes token ids as an int64 tensor (B, T), got {dtype}; "
+            "convert whole-number ids with idx.long() (TinyLM embeds the ids itself)"
+        )
+    if idx.dim() != 2:
+        fix = "add a batch dimension with idx.unsqueeze(0)" if idx.dim() == 1 else "reshape it"
+        raise ValueError(
+            f"idx has shape {tuple(idx.shape)} (rank {idx.dim()}), but TinyLM takes (B, T) "
+            f"token ids; {fix}"
+        )
+    T = idx.shape[1]
+    if T > context_length:
+        raise ValueError(
+            f"idx has T={T} positions, more than context_length={context_length}; "
+            f"build TinyLM with context_length>={T} or feed idx[:, -{context_length}:]"
+        )
+    # Reading the ids' values needs them on the host: a sync on a GPU, and a graph break
+    # under torch.compile. So the range check runs in eager mode only; compiled code
+    # still fails on a bad id, with the embedding's own error.
+    if torch.compiler.is_compiling() or idx.numel() == 0:
+        return
+    low, high = int(idx.min()), int(idx.max())
+    if low < 0 or high >= vocab_size:
+        fix = (
+            "ids are row numbers of the embedding table and cannot be negative"
+            if low < 0
+            else f"build TinyLM with vocab_size>={high + 1}"
+        )
+        raise ValueError(
+            f"token ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}; "
+            f"got values from {low} to {high}; {fix}"
         )

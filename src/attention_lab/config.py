@@ -1,7 +1,8 @@
 """``TinyLMConfig``: the one place a tiny model's sizes and mask are written down (notebook 08).
 
 nanoGPT's habit: one small dataclass describes the model, and everything that builds one
-takes it -- ``TinyLM(config)``, ``train_tiny_lm(task, config)`` and the explorer. The
+takes it -- ``TinyLM(config)``, ``train_tiny_lm(task, config)`` and the explorer
+(``TinyLM(n_heads=8)`` is short for ``TinyLM(TinyLMConfig(n_heads=8))``). The
 fields are checked when the config is made, so a wrong size fails with a clear message
 before any tensor exists.
 """
@@ -9,6 +10,7 @@ before any tensor exists.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 
 from ._checks import check_dropout, check_heads, check_positive
@@ -55,6 +57,32 @@ class TinyLMConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @classmethod
+    def of(cls, config: TinyLMConfig | None = None, **fields) -> TinyLMConfig:
+        """The config ``TinyLM(config, **fields)`` is built from: ``config`` itself, or
+        ``TinyLMConfig(**fields)`` (unknown field names fail as in ``replace``).
+
+        Passing both is deprecated (nothing in the chapter does it): write
+        ``TinyLM(config.replace(n_heads=2))``.
+        """
+        if config is not None and not isinstance(config, cls):
+            raise TypeError(
+                f"TinyLM takes a TinyLMConfig (or keyword fields), got {type(config).__name__}; "
+                "use TinyLM(TinyLMConfig(...)) or TinyLM(n_heads=..., d_model=...)"
+            )
+        if config is None:
+            return cls().replace(**fields)
+        if fields:
+            changes = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+            warnings.warn(
+                f"TinyLM(config, {changes}) is deprecated: pass one config, "
+                f"TinyLM(config.replace({changes}))",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            return config.replace(**fields)
+        return config
 
     def replace(self, **changes) -> TinyLMConfig:
         """A copy with some fields changed (checked again), e.g. ``config.replace(n_heads=8)``."""

@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._checks import check_dropout, check_float_tensor, check_mask
+from ._checks import check_dropout, check_qkv, check_scores_mask
 
 
 def attention(
@@ -38,38 +38,12 @@ def attention(
         before dropout, so each row sums to 1. A row whose keys are all blocked
         has no defined softmax and comes back as NaN.
     """
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        check_float_tensor(t, name)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q has d_k={q.shape[-1]} but k has d_k={k.shape[-1]}; queries and keys must have "
-            "the same last dimension to take their dot product"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k has {k.shape[-2]} positions but v has {v.shape[-2]}; each key needs one value"
-        )
+    check_qkv(q, k, v)
     check_dropout(dropout_p)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
     if mask is not None:
-        check_mask(mask, q.shape[-2], k.shape[-2])
-        _check_mask_broadcasts(mask, scores.shape)
+        check_scores_mask(mask, scores.shape)
         scores = scores.masked_fill(mask, float("-inf"))  # (..., T_q, T_k)
     weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     return dropped @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
-
-
-def _check_mask_broadcasts(mask: torch.Tensor, scores_shape: torch.Size) -> None:
-    """The mask's leading dimensions must broadcast to the scores' without growing them."""
-    try:
-        fits = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
-    except RuntimeError:
-        fits = False
-    if not fits:
-        lead = tuple(scores_shape[:-2])
-        raise ValueError(
-            f"mask has shape {tuple(mask.shape)}, which does not broadcast to the scores "
-            f"{tuple(scores_shape)}; pass a ({scores_shape[-2]}, {scores_shape[-1]}) mask, or "
-            f"give it leading dimensions of size 1 or equal to {lead}"
-        )

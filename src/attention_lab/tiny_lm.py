@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from ._checks import check_positive
+from ._checks import check_positive, check_token_ids
 from .config import TinyLMConfig
 from .fused import MultiHeadSelfAttention
 
@@ -19,19 +19,14 @@ from .fused import MultiHeadSelfAttention
 class TinyLM(nn.Module):
     """Token ids (B, T) -> next-token logits (B, T, vocab_size).
 
-    Build it from a ``TinyLMConfig``, from keyword fields of one (``TinyLM(n_heads=8)``),
-    or both (the keywords change the config's fields).
+    One way to configure it: a ``TinyLMConfig``. ``TinyLM(config)`` takes one;
+    ``TinyLM(n_heads=8)`` is short for ``TinyLM(TinyLMConfig(n_heads=8))``
+    (see ``TinyLMConfig.of``).
     """
 
     def __init__(self, config: TinyLMConfig | None = None, **fields):
         super().__init__()
-        if config is not None and not isinstance(config, TinyLMConfig):
-            raise TypeError(
-                f"TinyLM takes a TinyLMConfig (or keyword fields), got {type(config).__name__}; "
-                "use TinyLM(TinyLMConfig(...)) or TinyLM(n_heads=..., d_model=...)"
-            )
-        self.config = (config or TinyLMConfig()).replace(**fields)
-        c = self.config
+        self.config = c = TinyLMConfig.of(config, **fields)
         self.vocab_size, self.context_length = c.vocab_size, c.context_length
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
         # None without positions: no table that would get no gradient
@@ -52,7 +47,7 @@ class TinyLM(nn.Module):
         self, idx: torch.Tensor, return_weights: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """(B, T) int64 ids -> (B, T, vocab) logits, and (B, H, T, T) weights if asked."""
-        self._check_ids(idx)
+        check_token_ids(idx, self.vocab_size, self.context_length)
         x = self.tok_emb(idx)  # (B, T, D)
         if self.pos_emb is not None:
             x = x + self.pos_emb(torch.arange(idx.shape[1], device=idx.device))  # (B, T, D)
@@ -60,42 +55,6 @@ class TinyLM(nn.Module):
             out, weights = self.attn(x, return_weights=True)  # (B, T, D), (B, H, T, T)
             return self.lm_head(out), weights  # (B, T, vocab)
         return self.lm_head(self.attn(x))  # (B, T, vocab)
-
-    def _check_ids(self, idx: torch.Tensor) -> None:
-        if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
-            dtype = getattr(idx, "dtype", type(idx).__name__)
-            raise TypeError(
-                f"TinyLM takes token ids as an int64 tensor (B, T), got {dtype}; "
-                "convert whole-number ids with idx.long() (TinyLM embeds the ids itself)"
-            )
-        if idx.dim() != 2:
-            fix = "add a batch dimension with idx.unsqueeze(0)" if idx.dim() == 1 else "reshape it"
-            raise ValueError(
-                f"idx has shape {tuple(idx.shape)} (rank {idx.dim()}), but TinyLM takes (B, T) "
-                f"token ids; {fix}"
-            )
-        T = idx.shape[1]
-        if T > self.context_length:
-            raise ValueError(
-                f"idx has T={T} positions, more than context_length={self.context_length}; "
-                f"build TinyLM with context_length>={T} or feed idx[:, -{self.context_length}:]"
-            )
-        # Reading the ids' values needs them on the host: a sync on a GPU, and a graph break
-        # under torch.compile. So the range check runs in eager mode only; compiled code
-        # still fails on a bad id, with the embedding's own error.
-        if torch.compiler.is_compiling() or idx.numel() == 0:
-            return
-        low, high = int(idx.min()), int(idx.max())
-        if low < 0 or high >= self.vocab_size:
-            fix = (
-                "ids are row numbers of the embedding table and cannot be negative"
-                if low < 0
-                else f"build TinyLM with vocab_size>={high + 1}"
-            )
-            raise ValueError(
-                f"token ids must lie in [0, {self.vocab_size}) for vocab_size={self.vocab_size}; "
-                f"got values from {low} to {high}; {fix}"
-            )
 
     @torch.no_grad()
     def generate(self, idx: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
