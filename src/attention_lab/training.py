@@ -58,22 +58,31 @@ def evaluate(
     every row that appears among them first; then the numbers are on rows the model never
     saw, and a ValueError says so when no such row is left.
     """
-    x, y = make_batch(
-        task,
-        n_rows,
-        model.context_length,
-        model.vocab_size,
-        generator=torch.Generator().manual_seed(seed),
-    )
-    if exclude is not None:
-        unseen = ~rows_in(x, exclude.to(x.device))  # (n_rows,)
-        if not unseen.any():
-            raise ValueError(
-                f"every one of the {n_rows} fresh {task!r} rows is in `exclude`: the task has too "
-                "few different rows for a held-out set; evaluate on a fresh batch (exclude=None)"
-            )
-        x, y = x[unseen], y[unseen]
+    x, y, held_out = _eval_batch(model, task, n_rows, seed, exclude)
+    if exclude is not None and not held_out:
+        raise ValueError(
+            f"every one of the {n_rows} fresh {task!r} rows is in `exclude`: the task has too "
+            "few different rows for a held-out set; evaluate on a fresh batch (exclude=None)"
+        )
     return _evaluate_rows(model, x, y)
+
+
+def _eval_batch(
+    model: TinyLM, task: str, n_rows: int, seed: int, exclude: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """The one held-out evaluation batch: ``n_rows`` fresh rows of ``task`` drawn with
+    ``seed``, without every row that appears in ``exclude`` (N, T) -- unless that would leave
+    none (the copy task has only ``vocab_size`` different rows): then all of them.
+    Returns ``(x, y, held_out)``; ``held_out`` is True when rows were left out and some remain.
+    """
+    g = torch.Generator().manual_seed(seed)
+    x, y = make_batch(task, n_rows, model.context_length, model.vocab_size, generator=g)
+    if exclude is None:
+        return x, y, False
+    unseen = ~rows_in(x, exclude.to(x.device))  # (n_rows,)
+    if not unseen.any():
+        return x, y, False
+    return x[unseen], y[unseen], True
 
 
 @torch.no_grad()
@@ -124,17 +133,7 @@ def _train(model, task, epochs, n_rows, batch_size, lr, seed, progress) -> Train
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(seed)
     x, y = make_batch(task, n_rows, model.context_length, model.vocab_size, generator=g)
-    x_eval, y_eval = make_batch(
-        task,
-        EVAL_ROWS,
-        model.context_length,
-        model.vocab_size,
-        generator=torch.Generator().manual_seed(EVAL_SEED),
-    )
-    unseen = ~rows_in(x_eval, x)  # (EVAL_ROWS,)
-    held_out = bool(unseen.any())
-    if held_out:
-        x_eval, y_eval = x_eval[unseen], y_eval[unseen]
+    x_eval, y_eval, held_out = _eval_batch(model, task, EVAL_ROWS, EVAL_SEED, exclude=x)
     history = TrainHistory(
         task=task,
         initial_loss=_evaluate_rows(model, x_eval, y_eval)[0],
@@ -190,7 +189,7 @@ def train_tiny_lm(
     if config is None:
         config = TinyLMConfig(**table_fields)
     torch.manual_seed(seed)
-    model = TinyLM(config, **fields).to(device)
+    model = TinyLM(config.replace(**fields)).to(device)
     return model, train(model, task, seed=seed, **{**settings, **kwargs})
 
 
