@@ -1,8 +1,11 @@
-"""tools/run_notebooks.py stores a run the same way every time: no timestamps, joined prints."""
+"""tools/notebook_io.py (the writer of tools/run_notebooks.py and of every other tool) stores a
+run the same way every time: no timestamps, joined prints, nbformat's bytes."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import sys
 from pathlib import Path
 
 import nbformat
@@ -11,28 +14,48 @@ ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "tools/run_notebooks.py")
 run_notebooks = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(run_notebooks)
+sys.path.insert(0, str(ROOT / "tools"))
+import notebook_io  # noqa: E402
 
 
 def _stream(name: str, text: str):
     return nbformat.v4.new_output("stream", name=name, text=text)
 
 
-def test_neighbouring_prints_of_one_stream_are_joined_and_others_kept_in_order(tmp_path):
+def _notebook():
     cell = nbformat.v4.new_code_cell("print(...)")
     cell.outputs = [
         _stream("stdout", "a\n"),
         _stream("stdout", "b\n"),
         _stream("stderr", "warning\n"),
         _stream("stdout", "c\n"),
+        nbformat.v4.new_output("display_data", data={"text/plain": "x\ny", "image/png": "iVBO"}),
     ]
     cell.metadata["execution"] = {"iopub.execute_input": "2026-12-01T00:00:00Z"}
-    nb = nbformat.v4.new_notebook(cells=[cell])
+    return nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell("# A\n\nb")])
+
+
+def test_neighbouring_prints_of_one_stream_are_joined_and_others_kept_in_order(tmp_path):
     path = tmp_path / "x.ipynb"
-    run_notebooks.write_clean(nb, path)
+    run_notebooks.write_clean(_notebook(), path)  # the old name of the one writer
     stored = nbformat.read(path, as_version=4).cells[0]
-    assert [(o.name, o.text) for o in stored.outputs] == [
+    assert [(o.name, o.text) for o in stored.outputs[:3]] == [
         ("stdout", "a\nb\n"),
         ("stderr", "warning\n"),
         ("stdout", "c\n"),
     ]
     assert "execution" not in stored.metadata
+
+
+def test_the_writer_writes_what_nbformat_writes_for_nodes_and_plain_json(tmp_path):
+    ours, theirs = tmp_path / "ours.ipynb", tmp_path / "theirs.ipynb"
+    nb = _notebook()
+    same = copy.deepcopy(nb)  # the same random cell ids
+    notebook_io.clean(nb)
+    nbformat.write(nb, theirs)
+    notebook_io.write_notebook(same, ours)
+    assert ours.read_text(encoding="utf-8") == theirs.read_text(encoding="utf-8")
+    plain = notebook_io.read_notebook(theirs)  # outputs' text stays as stored (lists)
+    notebook_io.write_notebook(plain, ours)
+    assert ours.read_text(encoding="utf-8") == theirs.read_text(encoding="utf-8")
+    assert run_notebooks.write_clean is notebook_io.write_notebook

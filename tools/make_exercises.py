@@ -3,6 +3,8 @@
     python tools/make_exercises.py            # write the learner versions and run them
     python tools/make_exercises.py --no-run   # write the sources only (outputs are cleared)
     python tools/make_exercises.py --check    # exit 1 if any learner version is out of date
+    python tools/make_exercises.py --learner-only   # write (and run) exercises.ipynb only,
+                                                    # leaving the lesson notebooks alone
 
 One source, many learner versions. notebooks/exercises_solutions.ipynb is grouped by lesson:
 every cell of lesson NN's exercises carries the tag ``lesson-NN``. From it this tool writes
@@ -211,15 +213,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only report if out of date")
     parser.add_argument("--no-run", action="store_true", help="write without executing")
     parser.add_argument(
+        "--learner-only",
+        action="store_true",
+        help="write notebooks/exercises.ipynb only; leave the lesson notebooks' blocks alone "
+        "(with --check: check exercises.ipynb only)",
+    )
+    parser.add_argument(
         "--root", type=Path, default=ROOT, help="the repository (its notebooks/ folder is used)"
     )
     args = parser.parse_args(argv)
     notebooks = args.root / "notebooks"
     solutions_path, learner_path = notebooks / SOLUTIONS.name, notebooks / LEARNER.name
     if args.check:
-        problems = stale_cells(solutions_path, learner_path) + stale_lessons(
-            solutions_path, notebooks
-        )
+        problems = stale_cells(solutions_path, learner_path)
+        if not args.learner_only:
+            problems += stale_lessons(solutions_path, notebooks)
         for problem in problems:
             print(problem)
         if problems:
@@ -227,17 +235,19 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("the learner exercises are up to date")
         return 0
-    from run_notebooks import run, write_clean
+    from notebook_io import write_notebook
+    from run_notebooks import run
 
     solutions = nbformat.read(solutions_path, as_version=4)
     written = [learner_path]
-    write_clean(learner_notebook(solutions), learner_path)
-    for lesson, block in lesson_blocks(solutions).items():
+    write_notebook(learner_notebook(solutions), learner_path)
+    blocks = {} if args.learner_only else lesson_blocks(solutions)
+    for lesson, block in blocks.items():
         path = lesson_path(lesson, notebooks)
         old = nbformat.read(path, as_version=4)
         new = with_block(old, block)
         if _sources(new) != _sources(old):
-            write_clean(new, path)
+            write_notebook(new, path)
             written.append(path)
     for path in written:
         print(f"wrote {path.relative_to(args.root)}")

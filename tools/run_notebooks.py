@@ -5,7 +5,7 @@
 
 Execution counts come out 1, 2, 3, ... as strict nbval expects. Per-cell execution
 timestamps (``metadata.execution``) are dropped before saving, so re-running an unchanged
-notebook changes no line. Prints each run time.
+notebook changes no line (tools/notebook_io.py writes it). Prints each run time.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebook_io import write_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,44 +31,12 @@ def run(path: Path) -> float:
     ).execute()
     seconds = time.perf_counter() - start
     nb.metadata.pop("widgets", None) if not _has_widgets(nb) else None
-    write_clean(nb, path)
+    write_notebook(nb, path)
     return seconds
 
 
-def strip_timestamps(nb) -> None:
-    """Drop what nbclient records about each run (``metadata.execution``: start/end times)."""
-    for cell in nb.cells:
-        cell.metadata.pop("execution", None)
-
-
-def merge_streams(nb) -> None:
-    """Join neighbouring stream outputs of the same stream (stdout, stderr) into one.
-
-    How a cell's prints arrive in pieces depends on the machine's load; joined, the stored
-    notebook is the same from run to run (nbval joins them too before comparing).
-    """
-    for cell in nb.cells:
-        merged = []
-        for out in cell.get("outputs", []):
-            last = merged[-1] if merged else None
-            if (
-                last is not None
-                and out.output_type == last.output_type == "stream"
-                and out.name == last.name
-            ):
-                last.text += out.text
-            else:
-                merged.append(out)
-        if cell.cell_type == "code":
-            cell.outputs = merged
-
-
-def write_clean(nb, path: Path) -> None:
-    """Save ``nb`` without execution timestamps and with joined stream outputs (every tool
-    that writes notebooks uses this)."""
-    strip_timestamps(nb)
-    merge_streams(nb)
-    nbformat.write(nb, path)
+# The one notebook writer of tools/ (kept here under its old name for older callers).
+write_clean = write_notebook
 
 
 def _has_widgets(nb) -> bool:

@@ -46,7 +46,11 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
+TOOLS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TOOLS))
+from notebook_io import write_notebook  # noqa: E402
+
+ROOT = TOOLS.parent
 NOTEBOOKS = ROOT / "notebooks"
 DECK_DIR = ROOT / "teaching" / "deck"  # template + vendored reveal.js and MathJax
 DEFAULT_OUT = ROOT / "build" / "slides"
@@ -554,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
             nb = nbformat.read(path, as_version=4)
             n = assign(nb, force=args.force)
             if n:
-                nbformat.write(nb, path)
+                write_notebook(nb, path)
             print(f"{path.name}: {n} cells changed")
         return 0
     if args.command == "check":

@@ -1,0 +1,156 @@
+"""`build`: the Chinese notebooks written from the English ones and their catalogues."""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+import types
+from pathlib import Path
+
+import polib
+from notebook_io import write_notebook
+
+from .common import (
+    COMMENT,
+    LANG_DIR,
+    MARKDOWN,
+    TranslationError,
+    catalogue_path,
+    load_catalogue,
+    read_notebook,
+    translated_path,
+)
+from .extract import Message, extract, is_generated, replace_comments
+
+
+def _import_badges():
+    """tools/badges.py, without paying for its module-level `import nbformat` (seconds here:
+    jsonschema's format checkers), which badge_source() does not use. Once badges.py imports
+    nbformat inside main(), this is a plain import."""
+    if "nbformat" in sys.modules:
+        import badges
+
+        return badges
+    placeholder = types.ModuleType("nbformat", "not loaded by tools/translations.py")
+    sys.modules["nbformat"] = placeholder
+    try:
+        import badges
+    finally:
+        if sys.modules.get("nbformat") is placeholder:
+            del sys.modules["nbformat"]
+    return badges
+
+
+badges = _import_badges()
+
+
+# ---------------------------------------------------------------- build
+
+_LINK = re.compile(r"(\]\(|\b(?:src|href)=\")([^)\s\"]+)")
+
+
+def fix_links(markdown: str, notebook_names: set[str]) -> str:
+    """Links written for notebooks/ made right for notebooks/zh-CN/."""
+
+    def fix(m: re.Match) -> str:
+        target = m.group(2)
+        if re.match(r"^([a-z][a-z0-9+.-]*:|#|/)", target, flags=re.IGNORECASE):
+            return m.group(0)  # absolute URL, anchor or absolute path
+        path = target.split("#", 1)[0]
+        if path in notebook_names:
+            return m.group(0)  # a sibling notebook: its translation sits beside us
+        return m.group(1) + "../" + target
+
+    return _LINK.sub(fix, markdown)
+
+
+def _lookup(po: polib.POFile) -> dict[tuple[str, str], polib.POEntry]:
+    return {(e.msgctxt, e.msgid): e for e in po if not e.obsolete}
+
+
+def problems(po: polib.POFile, messages: list[Message]) -> dict[str, list[str]]:
+    table = _lookup(po)
+    out: dict[str, list[str]] = {"missing": [], "untranslated": [], "fuzzy": []}
+    for msg in messages:
+        entry = table.get((msg.msgctxt, msg.msgid))
+        kind = (
+            "missing"
+            if entry is None
+            else "fuzzy"
+            if "fuzzy" in entry.flags
+            else "untranslated"
+            if not entry.msgstr
+            else None
+        )
+        if kind:
+            out[kind].append(f"cell {msg.cells[0]} [{msg.msgctxt}]: {_short(msg.msgid)}")
+    return out
+
+
+def _short(text: str, n: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def translate_notebook(nb, po: polib.POFile, name: str, notebook_names: set[str]):
+    """The Chinese notebook (a copy); untranslated or fuzzy entries keep the English."""
+    table = _lookup(po)
+
+    def tr(ctx: str, text: str) -> str:
+        entry = table.get((ctx, text))
+        if entry is None or not entry.msgstr or "fuzzy" in entry.flags:
+            return text
+        return entry.msgstr
+
+    out = copy.deepcopy(nb)
+    for cell in out["cells"]:
+        if cell["cell_type"] == "markdown":
+            if is_generated(cell):
+                cell["source"] = badges.badge_source(f"{LANG_DIR}/{name}")
+            elif cell["source"].strip():
+                cell["source"] = fix_links(tr(MARKDOWN, cell["source"]), notebook_names)
+        elif cell["cell_type"] == "code":
+            cell["source"] = replace_comments(cell["source"], lambda t: tr(COMMENT, t))
+    return out
+
+
+def build_one(root: Path, path: Path, allow_untranslated: bool = False):
+    nb = read_notebook(path)
+    po = load_catalogue(catalogue_path(root, path))
+    if not catalogue_path(root, path).exists() and not allow_untranslated:
+        raise TranslationError(f"{path.name}: no catalogue; run `translations.py update` first")
+    bad = problems(po, extract(nb))
+    if any(bad.values()) and not allow_untranslated:
+        counts = ", ".join(f"{len(v)} {k}" for k, v in bad.items() if v)
+        detail = "\n".join(f"    {k}: {line}" for k, v in bad.items() for line in v[:5])
+        raise TranslationError(f"{path.name}: {counts}\n{detail}")
+    names = {p.name for p in (root / "notebooks").glob("*.ipynb")}
+    return translate_notebook(nb, po, path.name, names)
+
+
+def build(root: Path, notebooks: list[Path], allow_untranslated: bool, run: bool) -> list[str]:
+    errors, built = [], []
+    for path in notebooks:
+        try:
+            built.append((path, build_one(root, path, allow_untranslated)))
+        except TranslationError as err:
+            errors.append(str(err))
+    if errors:
+        raise TranslationError(
+            "refusing to build (translate these in the catalogues, or pass "
+            "--allow-untranslated to keep the English):\n" + "\n".join(errors)
+        )
+    report = []
+    for path, nb in built:
+        target = translated_path(root, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_notebook(nb, target, cleaned=False)  # outputs as in the English
+        report.append(f"wrote {target.relative_to(root)}")
+    if run:
+        import run_notebooks  # needs nbclient and a kernel; imported only here
+
+        for path, _ in built:
+            seconds = run_notebooks.run(translated_path(root, path))
+            report.append(f"{seconds:6.1f} s  ran {LANG_DIR}/{path.name}")
+    return report

@@ -1,0 +1,68 @@
+"""`check`: every reason the Chinese edition is not what `update` + `build` would give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .build import problems, translate_notebook
+from .common import LANG_DIR, catalogue_path, load_catalogue, read_notebook, translated_path
+from .extract import extract
+
+# ---------------------------------------------------------------- check
+
+_VOLATILE_METADATA = {"execution", "collapsed", "scrolled", "ExecuteTime"}
+
+
+def _sources(nb) -> list[tuple]:
+    return [
+        (
+            c["cell_type"],
+            c["source"],
+            {k: v for k, v in c.get("metadata", {}).items() if k not in _VOLATILE_METADATA},
+        )
+        for c in nb["cells"]
+    ]
+
+
+def check(root: Path, notebooks: list[Path]) -> list[str]:
+    """Every reason the Chinese edition is not what `update` + `build` would give."""
+    found = []
+    names = {p.name for p in (root / "notebooks").glob("*.ipynb")}
+    for path in notebooks:
+        cat = catalogue_path(root, path)
+        if not cat.exists():
+            found.append(f"{path.name}: no catalogue {cat.relative_to(root)} (run `update`)")
+            continue
+        nb = read_notebook(path)
+        po = load_catalogue(cat)
+        messages = extract(nb)
+        bad = problems(po, messages)
+        for line in bad["missing"]:
+            found.append(f"{path.name}: English changed after its translation, {line}")
+        for kind in ("fuzzy", "untranslated"):
+            found += [f"{path.name}: {kind} {line}" for line in bad[kind]]
+        current = {(m.msgctxt, m.msgid) for m in messages}
+        stale = [e for e in po if not e.obsolete and (e.msgctxt, e.msgid) not in current]
+        if stale:
+            found.append(
+                f"{path.name}: catalogue has {len(stale)} entries the English no longer has "
+                "(run `update`)"
+            )
+        target = translated_path(root, path)
+        if not target.exists():
+            found.append(f"{path.name}: {target.relative_to(root)} missing (run `build`)")
+            continue
+        want = _sources(translate_notebook(nb, po, path.name, names))
+        have = _sources(read_notebook(target))
+        if want != have:
+            if len(want) != len(have):
+                where = f"{len(have)} cells, expected {len(want)}"
+            else:
+                first = next(i for i, (a, b) in enumerate(zip(want, have)) if a != b)
+                where = f"first difference in cell {first}"
+            found.append(f"{LANG_DIR}/{path.name} is not what `build` writes ({where})")
+    if {p.name for p in notebooks} == names and (root / "notebooks" / LANG_DIR).is_dir():
+        for extra in sorted((root / "notebooks" / LANG_DIR).glob("*.ipynb")):
+            if extra.name not in names:
+                found.append(f"{LANG_DIR}/{extra.name} has no English notebook (delete it)")
+    return found
