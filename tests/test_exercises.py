@@ -12,7 +12,12 @@ import nbformat
 import pytest
 import torch
 
-from attention_lab import MultiHeadAttention, SingleHeadAttention
+from attention_lab import (
+    CausalAttention,
+    MultiHeadAttention,
+    MultiHeadSelfAttention,
+    SingleHeadAttention,
+)
 from attention_lab import exercises as ex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,58 +47,144 @@ def _stub(*args, **kwargs):
 # --- reference solutions and typical mistakes, one pair (or more) per checker ----------------
 
 
-def mask_then_softmax(scores):
-    T = scores.shape[-1]
-    return torch.softmax(scores.masked_fill(_future(T), float("-inf")), dim=-1)
+# lesson 01
 
 
-def mask_inverted(scores):
-    T = scores.shape[-1]
-    past = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)  # blocks the past
-    return torch.softmax(scores.masked_fill(past, float("-inf")), dim=-1)
+def stable_softmax(scores):
+    e = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
+    return e / e.sum(dim=-1, keepdim=True)
 
 
-def mask_with_zero(scores):
-    return torch.softmax(scores.masked_fill(_future(scores.shape[-1]), 0.0), dim=-1)
+def softmax_overflows(scores):
+    e = torch.exp(scores)
+    return e / e.sum(dim=-1, keepdim=True)
 
 
-def mask_diagonal_blocked(scores):
-    T = scores.shape[-1]
-    blocked = torch.triu(torch.ones(T, T, dtype=torch.bool))  # the diagonal too
-    return torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1)
+def softmax_one_max(scores):
+    e = torch.exp(scores - scores.max())
+    return e / e.sum(dim=-1, keepdim=True)
 
 
-def tril_then_softmax(scores):
-    return torch.softmax(torch.tril(scores), dim=-1)
+def softmax_over_columns(scores):
+    e = torch.exp(scores - scores.max(dim=0, keepdim=True).values)
+    return e / e.sum(dim=0, keepdim=True)
 
 
-def softmax_then_renormalise(scores):
-    w = torch.softmax(scores, dim=-1).masked_fill(_future(scores.shape[-1]), 0.0)
+def softmax_library(scores):
+    return torch.softmax(scores, dim=-1)
+
+
+def softmax_method(scores):
+    return scores.softmax(dim=-1)
+
+
+def decay_weights(T, r):
+    i = torch.arange(T)
+    distance = (i[:, None] - i[None, :]).float()  # (T, T)
+    w = (r**distance).masked_fill(distance < 0, 0.0)
     return w / w.sum(dim=-1, keepdim=True)
 
 
-def softmax_then_zero_only(scores):
-    return torch.softmax(scores, dim=-1).masked_fill(_future(scores.shape[-1]), 0.0)
+def decay_reversed(T, r):
+    i = torch.arange(T)
+    distance = (i[None, :] - i[:, None]).float()  # j - i: the oldest key counts most
+    w = (r**distance).masked_fill(distance > 0, 0.0)
+    return w / w.sum(dim=-1, keepdim=True)
 
 
-def mha_from_causal(ca):
-    mha = MultiHeadAttention(ca.d_out, 1, ca.context_length)
-    with torch.no_grad():
-        for mine, theirs in ((mha.W_q, ca.W_q), (mha.W_k, ca.W_k), (mha.W_v, ca.W_v)):
-            mine.weight.copy_(theirs.weight)
-        mha.W_o.weight.copy_(torch.eye(ca.d_out))
-        mha.W_o.bias.zero_()
-    return mha
+def decay_unnormalised(T, r):
+    i = torch.arange(T)
+    distance = (i[:, None] - i[None, :]).float()
+    return (r**distance).masked_fill(distance < 0, 0.0)
 
 
-def mha_without_identity_out(ca):
-    mha = mha_from_causal(ca)
-    torch.nn.init.normal_(mha.W_o.weight)
-    return mha
+def decay_future_open(T, r):
+    i = torch.arange(T)
+    distance = (i[:, None] - i[None, :]).abs().float()
+    w = r**distance
+    return w / w.sum(dim=-1, keepdim=True)
 
 
-def mha_two_heads(ca):
-    return MultiHeadAttention(ca.d_out, 2, ca.context_length)
+# lesson 03
+
+
+def score_variances(q, k):
+    score = (q * k).sum(dim=-1)  # (N,)
+    return score.var().item(), (score / math.sqrt(q.shape[-1])).var().item()
+
+
+def score_std_not_var(q, k):
+    score = (q * k).sum(dim=-1)
+    return score.std().item(), (score / math.sqrt(q.shape[-1])).std().item()
+
+
+def score_all_pairs(q, k):
+    score = q @ k.T  # (N, N): every query against every key
+    return score.var().item(), (score / math.sqrt(q.shape[-1])).var().item()
+
+
+def score_divided_by_d(q, k):
+    score = (q * k).sum(dim=-1)
+    return score.var().item(), (score / q.shape[-1]).var().item()
+
+
+def score_per_feature(q, k):
+    return (q * k).var(dim=0), (q * k).var(dim=0)
+
+
+def projected_variance(d_head, var_q, var_k, scaled):
+    return var_q * var_k * (1 if scaled else d_head)
+
+
+def projected_added(d_head, var_q, var_k, scaled):
+    return (var_q + var_k) * (1 if scaled else d_head)
+
+
+def projected_unit(d_head, var_q, var_k, scaled):
+    return 1.0 if scaled else float(d_head)
+
+
+# lesson 04
+
+
+def looks_ahead(attend, x):
+    out = attend(x)
+    for j in range(x.shape[1]):
+        changed = x.clone()
+        changed[:, j] = torch.randn_like(changed[:, j])
+        if not torch.allclose(attend(changed)[:, :j], out[:, :j]):
+            return True
+    return False
+
+
+def looks_ahead_last_token_only(attend, x):
+    changed = x.clone()
+    changed[:, -1] += 1.0
+    return not torch.allclose(attend(changed)[:, :-1], attend(x)[:, :-1])
+
+
+def looks_ahead_only_the_previous_output(attend, x):
+    out = attend(x)
+    for j in range(1, x.shape[1]):
+        changed = x.clone()
+        changed[:, j] += 1.0
+        if not torch.allclose(attend(changed)[:, j - 1], out[:, j - 1]):
+            return True
+    return False
+
+
+def looks_ahead_includes_j(attend, x):
+    out = attend(x)
+    for j in range(x.shape[1]):
+        changed = x.clone()
+        changed[:, j] += 1.0
+        if not torch.allclose(attend(changed)[:, : j + 1], out[:, : j + 1]):
+            return True
+    return False
+
+
+def looks_ahead_returns_tensor_list(attend, x):
+    return [True]
 
 
 def sliding_mask(T, window):
@@ -118,24 +209,32 @@ def sliding_future_open(T, window):
     return torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-window)
 
 
-def previous_token_share(weights):
-    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+# lesson 06
 
 
-def previous_share_wrong_offset(weights):
-    return weights.diagonal(offset=1, dim1=-2, dim2=-1).mean(dim=(0, 2))
+def head_as_causal(mha, h):
+    d_head = mha.d_head
+    head = CausalAttention(mha.d_model, d_head, mha.context_length)
+    rows = slice(h * d_head, (h + 1) * d_head)
+    with torch.no_grad():
+        for name in ("W_q", "W_k", "W_v"):
+            getattr(head, name).weight.copy_(getattr(mha, name).weight[rows])
+    return head
 
 
-def previous_share_all_heads(weights):
-    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean()
+def head_as_causal_next_head(mha, h):
+    return head_as_causal(mha, (h + 1) % mha.n_heads)
 
 
-def predicted_score_variance(d_head, scaled):
-    return 1.0 if scaled else float(d_head)
+def head_as_causal_values_forgotten(mha, h):
+    head = head_as_causal(mha, h)
+    with torch.no_grad():
+        head.W_v.weight.normal_()
+    return head
 
 
-def predicted_std_not_variance(d_head, scaled):
-    return 1.0 if scaled else math.sqrt(d_head)
+def head_as_causal_full_width(mha, h):
+    return CausalAttention(mha.d_model, mha.d_model, mha.context_length)
 
 
 def einsum_attention(q, k, v, mask=None):
@@ -167,43 +266,75 @@ def einsum_inverted_mask(q, k, v, mask=None):
     return einsum_attention(q, k, v, None if mask is None else ~mask)
 
 
-def split_heads(x, n_heads):
-    B, T, D = x.shape
-    return x.view(B, T, n_heads, D // n_heads).transpose(1, 2)
+# lesson 07
 
 
-def split_heads_no_transpose(x, n_heads):
-    B, T, D = x.shape
-    return x.view(B, n_heads, T, D // n_heads)
+def head_rows_from_fused(qkv_weight, n_heads, h):
+    D = qkv_weight.shape[1]
+    d_head = D // n_heads
+    return tuple(
+        qkv_weight[part * D + h * d_head : part * D + (h + 1) * d_head] for part in range(3)
+    )
 
 
-def split_heads_strided(x, n_heads):
-    B, T, D = x.shape
-    return x.view(B, T, D // n_heads, n_heads).permute(0, 3, 1, 2)
+def head_rows_without_block_offset(qkv_weight, n_heads, h):
+    D = qkv_weight.shape[1]
+    d_head = D // n_heads
+    return tuple(qkv_weight[h * d_head : (h + 1) * d_head] for _ in range(3))
 
 
-def fuse_qkv(w_q, w_k, w_v):
-    return torch.cat([w_q, w_k, w_v], dim=0)
+def head_rows_as_columns(qkv_weight, n_heads, h):
+    return tuple(w.T for w in head_rows_from_fused(qkv_weight, n_heads, h))
 
 
-def fuse_qkv_columns(w_q, w_k, w_v):
-    return torch.cat([w_q, w_k, w_v], dim=1)
+def head_rows_k_v_swapped(qkv_weight, n_heads, h):
+    w_q, w_k, w_v = head_rows_from_fused(qkv_weight, n_heads, h)
+    return w_q, w_v, w_k
 
 
-def fuse_qkv_wrong_order(w_q, w_k, w_v):
-    return torch.cat([w_k, w_q, w_v], dim=0)
+def outnumber(d_model, n_heads):
+    params = 4 * d_model**2 + 4 * d_model
+    T = 1
+    while n_heads * T * T <= params:
+        T += 1
+    return T
 
 
-def param_count(d_model, n_heads, bias=True):
-    return 4 * d_model * d_model + (4 * d_model if bias else 0)
+def outnumber_without_heads(d_model, n_heads):
+    return outnumber(d_model, 1)
 
 
-def param_count_no_bias(d_model, n_heads, bias=True):
-    return 4 * d_model * d_model
+def outnumber_at_equality(d_model, n_heads):
+    return outnumber(d_model, n_heads) - 1
 
 
-def param_count_no_out_proj(d_model, n_heads, bias=True):
-    return 3 * d_model * d_model + (3 * d_model if bias else 0)
+def outnumber_without_biases(d_model, n_heads):
+    T = 1
+    while n_heads * T * T <= 4 * d_model**2:
+        T += 1
+    return T
+
+
+# lesson 08
+
+
+def lookback_distance(weights):
+    i = torch.arange(weights.shape[-1])
+    distance = (i[:, None] - i[None, :]).float()  # (T, T)
+    return (weights * distance).sum(dim=-1)  # (B, H, T)
+
+
+def lookback_negative(weights):
+    return -lookback_distance(weights)
+
+
+def lookback_top_key_only(weights):
+    i = torch.arange(weights.shape[-1])
+    return (i - weights.argmax(dim=-1)).float()
+
+
+def lookback_per_head(weights):
+    return lookback_distance(weights).mean(dim=(0, 2))
 
 
 def padded_causal_mask(lengths, T):
@@ -315,87 +446,23 @@ def repeat_ignored_with_zero(first, T):
 CASES = [
     # checker, reference solution, [(typical mistake, words the verdict must contain)]
     (
-        ex.check_mask_then_softmax,
-        mask_then_softmax,
+        ex.check_stable_softmax,
+        stable_softmax,
         [
-            (mask_inverted, "blocks the past and lets the future through"),
-            (mask_with_zero, "not to -inf"),
-            (mask_diagonal_blocked, "NaN"),
-            (softmax_then_zero_only, "sum to"),
+            (softmax_overflows, "overflows"),
+            (softmax_one_max, "one maximum for every row"),
+            (softmax_over_columns, "each column sums to 1"),
+            (softmax_library, "torch's own softmax"),
+            (softmax_method, "torch's own softmax"),
         ],
     ),
     (
-        ex.check_tril_then_softmax,
-        tril_then_softmax,
-        [(mask_then_softmax, "correct mask-then-softmax")],
-    ),
-    (
-        ex.check_softmax_then_renormalise,
-        softmax_then_renormalise,
-        [(softmax_then_zero_only, "no longer sum to 1"), (tril_then_softmax, "not to -inf")],
-    ),
-    (
-        ex.check_mha_from_causal,
-        mha_from_causal,
-        [(mha_without_identity_out, "W_o"), (mha_two_heads, "n_heads=2")],
-    ),
-    (
-        ex.check_sliding_mask,
-        sliding_mask,
+        ex.check_decay_weights,
+        decay_weights,
         [
-            (sliding_inverted, "exact opposite"),
-            (sliding_off_by_one, "positions; it should see"),
-            (sliding_float, "dtype"),
-            (sliding_future_open, "future positions are not blocked"),
-        ],
-    ),
-    (
-        ex.check_previous_token_share,
-        previous_token_share,
-        [
-            (previous_share_wrong_offset, "offset=1"),
-            (previous_share_all_heads, "one per head"),
-        ],
-    ),
-    (
-        ex.check_score_variance,
-        predicted_score_variance,
-        [(predicted_std_not_variance, "standard deviation")],
-    ),
-    (
-        ex.check_einsum_attention,
-        einsum_attention,
-        [
-            (einsum_unscaled, "not scaled"),
-            (einsum_transposed_scores, "transposed"),
-            (einsum_inverted_mask, "blocks the past and lets the future through"),
-        ],
-    ),
-    (
-        ex.check_split_heads,
-        split_heads,
-        [
-            (split_heads_no_transpose, "heads are transposed wrongly"),
-            (split_heads_strided, "every H-th feature"),
-        ],
-    ),
-    (
-        ex.check_fuse_qkv,
-        fuse_qkv,
-        [(fuse_qkv_columns, "dim=0"), (fuse_qkv_wrong_order, "order K, Q, V")],
-    ),
-    (
-        ex.check_param_count,
-        param_count,
-        [(param_count_no_bias, "biases"), (param_count_no_out_proj, "out_proj")],
-    ),
-    (
-        ex.check_padded_causal_mask,
-        padded_causal_mask,
-        [
-            (padded_mask_and, "not &"),
-            (padded_mask_all_blocked_rows, "NaN"),
-            (padded_mask_no_head_axis, "mask[:, None]"),
+            (decay_reversed, "the oldest token gets the most weight"),
+            (decay_unnormalised, "not normalised"),
+            (decay_future_open, "a future key"),
         ],
     ),
     (
@@ -408,6 +475,41 @@ CASES = [
         ],
     ),
     (
+        ex.check_score_variances,
+        score_variances,
+        [
+            (score_std_not_var, "standard deviation"),
+            (score_all_pairs, "every query against every key"),
+            (score_divided_by_d, "divided by d_head²"),
+            (score_per_feature, "not two numbers"),
+        ],
+    ),
+    (
+        ex.check_projected_score_variance,
+        projected_variance,
+        [(projected_added, "added the variances"), (projected_unit, "as if every entry")],
+    ),
+    (
+        ex.check_looks_ahead,
+        looks_ahead,
+        [
+            (looks_ahead_last_token_only, "not only the last one"),
+            (looks_ahead_only_the_previous_output, "not only the one just before it"),
+            (looks_ahead_includes_j, "your test flags a correctly masked head"),
+            (looks_ahead_returns_tensor_list, "not True or False"),
+        ],
+    ),
+    (
+        ex.check_sliding_mask,
+        sliding_mask,
+        [
+            (sliding_inverted, "exact opposite"),
+            (sliding_off_by_one, "positions; it should see"),
+            (sliding_float, "dtype"),
+            (sliding_future_open, "future positions are not blocked"),
+        ],
+    ),
+    (
         ex.check_dropout_rescale,
         dropout_rescale,
         [
@@ -415,6 +517,60 @@ CASES = [
             (dropout_divide_by_p, "divided by p"),
             (dropout_renormalise_rows, "renormalised"),
             (dropout_keeps_the_dropped, "kept the weights that should be dropped"),
+        ],
+    ),
+    (
+        ex.check_head_as_causal,
+        head_as_causal,
+        [
+            (head_as_causal_next_head, "the weights of head"),
+            (head_as_causal_values_forgotten, "but the output is not"),
+            (head_as_causal_full_width, "d_head="),
+        ],
+    ),
+    (
+        ex.check_einsum_attention,
+        einsum_attention,
+        [
+            (einsum_unscaled, "not scaled"),
+            (einsum_transposed_scores, "transposed"),
+            (einsum_inverted_mask, "blocks the past and lets the future through"),
+        ],
+    ),
+    (
+        ex.check_padded_causal_mask,
+        padded_causal_mask,
+        [
+            (padded_mask_and, "not &"),
+            (padded_mask_all_blocked_rows, "NaN"),
+            (padded_mask_no_head_axis, "mask[:, None]"),
+        ],
+    ),
+    (
+        ex.check_head_rows_from_fused,
+        head_rows_from_fused,
+        [
+            (head_rows_without_block_offset, "all three are head"),
+            (head_rows_as_columns, "columns, not rows"),
+            (head_rows_k_v_swapped, "w_k does not make head"),
+        ],
+    ),
+    (
+        ex.check_weights_outnumber_params,
+        outnumber,
+        [
+            (outnumber_without_heads, "H * T * T"),
+            (outnumber_at_equality, "not more than the"),
+            (outnumber_without_biases, "biases too"),
+        ],
+    ),
+    (
+        ex.check_lookback_distance,
+        lookback_distance,
+        [
+            (lookback_negative, "j - i"),
+            (lookback_top_key_only, "largest weight only"),
+            (lookback_per_head, "one per query"),
         ],
     ),
     (
@@ -482,13 +638,14 @@ def test_checker_never_raises_whatever_the_answer(checker, solution, mistakes, c
 def test_checkers_leave_the_global_random_state_alone(capsys):
     torch.manual_seed(0)
     before = torch.get_rng_state()
-    ex.check_mha_from_causal(mha_from_causal)
+    ex.check_head_as_causal(head_as_causal)
     ex.check_einsum_attention(einsum_attention)
+    ex.check_looks_ahead(looks_ahead)
     assert torch.equal(torch.get_rng_state(), before)
 
 
-def test_every_lesson_from_02_to_08_has_a_checked_exercise():
-    assert ex.LESSONS == ("02", "03", "04", "05", "06", "07", "08")
+def test_every_lesson_from_01_to_08_has_a_checked_exercise():
+    assert ex.LESSONS == ("01", "02", "03", "04", "05", "06", "07", "08")
     for lesson in ex.LESSONS:
         assert ex.EXERCISES.get(lesson), f"lesson {lesson} has no checker"
     placed = {(c.lesson, c.exercise) for c, _, _ in CASES}
@@ -502,43 +659,56 @@ def test_each_checker_lives_in_the_module_of_its_lesson():
 
 def test_summary_shows_passed_wrong_and_not_attempted_for_one_lesson(capsys):
     ex.reset()
-    ex.check_mask_then_softmax(mask_then_softmax)
-    ex.check_sliding_mask(sliding_inverted)
+    ex.check_head_as_causal(head_as_causal)
+    ex.check_einsum_attention(einsum_unscaled)
     ex.check_padded_causal_mask(_stub)
+    ex.check_sliding_mask(sliding_mask)  # lesson 04: not in lesson 06's table
     capsys.readouterr()
-    table = ex.summary("04")
+    table = ex.summary("06")
     out = capsys.readouterr().out
     assert out == f"{table}\n"
-    assert out.startswith("lesson 04: 1 of 5 exercises pass\n")
+    assert out.startswith("lesson 06: 1 of 3 exercises pass\n")
     lines = out.splitlines()[1:]
-    assert [line.split()[1] for line in lines] == ex.EXERCISES["04"]
+    assert [line.split()[1] for line in lines] == ex.EXERCISES["06"]
     marks = {line.split()[1]: line.split()[0] for line in lines}
-    assert marks["mask_then_softmax"] == "✅"
-    assert marks["sliding_mask"] == "❌"
-    assert marks["padded_causal_mask"] == "⏳"  # stub: not attempted yet
-    assert marks["tril_then_softmax"] == "⏳"  # never checked
+    assert marks == {"head_as_causal": "✅", "einsum_attention": "❌", "padded_causal_mask": "⏳"}
     assert table.passed == 1 and not table
     assert table._ipython_display_() is None
+    ex.check_looks_ahead(looks_ahead)
+    capsys.readouterr()
+    assert ex.summary("04", show=False).rows == [
+        ("04", "looks_ahead", "passed"),
+        ("04", "sliding_mask", "passed"),
+    ]
+
+
+def test_summary_of_each_lesson_lists_the_checkers_of_its_module():
+    importlib.import_module("attention_lab.exercises.modules")  # the lessons' own skeletons
+    for lesson in ex.LESSONS:
+        module = importlib.import_module(f"attention_lab.exercises.lesson{lesson}")
+        names = [n.removeprefix("check_") for n in vars(module) if n.startswith("check_")]
+        assert ex.EXERCISES[lesson] == names, lesson
+        assert [name for _, name, _ in ex.summary(lesson, show=False).rows] == names
 
 
 def test_summary_keeps_the_latest_verdict_and_reset_forgets_it(capsys):
     ex.reset()
-    ex.check_score_variance(predicted_std_not_variance)
-    ex.check_score_variance(predicted_score_variance)
-    assert ex.RESULTS[("03", "score_variance")]
-    assert ("03", "score_variance", "passed") in ex.summary(3, show=False).rows
+    ex.check_score_variances(score_std_not_var)
+    ex.check_score_variances(score_variances)
+    assert ex.RESULTS[("03", "score_variances")]
+    assert ("03", "score_variances", "passed") in ex.summary(3, show=False).rows
     ex.reset("03")
-    assert ("03", "score_variance") not in ex.RESULTS
+    assert ("03", "score_variances") not in ex.RESULTS
     assert "lesson 03" not in capsys.readouterr().out  # show=False prints nothing
 
 
 def test_a_demonstration_with_record_false_leaves_the_learners_verdict_alone(capsys):
     ex.reset()
-    ex.check_score_variance(predicted_score_variance)
-    verdict = ex.check_score_variance(predicted_std_not_variance, record=False)
+    ex.check_score_variances(score_variances)
+    verdict = ex.check_score_variances(score_std_not_var, record=False)
     assert not verdict  # still graded and printed ...
     assert "not yet" in capsys.readouterr().out
-    assert ex.RESULTS[("03", "score_variance")]  # ... but the recorded verdict is the pass
+    assert ex.RESULTS[("03", "score_variances")]  # ... but the recorded verdict is the pass
 
 
 def test_summary_of_every_lesson_and_of_an_unknown_lesson_never_raises(capsys):
@@ -546,7 +716,7 @@ def test_summary_of_every_lesson_and_of_an_unknown_lesson_never_raises(capsys):
     everything = ex.summary(show=False)
     assert {lesson for lesson, _, _ in everything.rows} == set(ex.LESSONS)
     assert everything.passed == 0
-    for bad in ("09", "x", None, 4.5, [4]):
+    for bad in ("09", "00", "x", None, 4.5, [4]):
         if bad is None:
             continue
         result = ex.summary(bad)
@@ -573,6 +743,38 @@ def test_single_head_checker_agrees_with_the_library_head(capsys):
     want_out, want_w = head(x, return_weights=True)
     torch.testing.assert_close(out, want_out)
     torch.testing.assert_close(weights, want_w)
+
+
+def test_softmax_checker_restores_torch_softmax(capsys):
+    methods = (torch.softmax, torch.nn.functional.softmax, torch.Tensor.softmax)
+    ex.check_stable_softmax(softmax_library)
+    ex.check_stable_softmax(_stub)
+    assert (torch.softmax, torch.nn.functional.softmax, torch.Tensor.softmax) == methods
+    assert "softmax" not in vars(torch.Tensor)
+
+
+def test_decay_checker_reference_at_r_1_is_the_running_mean_of_lesson_01():
+    from attention_lab.exercises.lesson01 import _reference_decay
+
+    ones = torch.tril(torch.ones(5, 5, dtype=torch.float64))
+    torch.testing.assert_close(_reference_decay(5, 1.0), ones / ones.sum(dim=1, keepdim=True))
+    torch.testing.assert_close(decay_weights(5, 0.5).double(), _reference_decay(5, 0.5))
+
+
+def test_the_parameter_count_behind_exercise_7_2_is_the_blocks_own():
+    from attention_lab.exercises.lesson07 import _params
+
+    for D, H in ((768, 12), (32, 4), (12, 3)):
+        block = MultiHeadSelfAttention(D, H, context_length=2)
+        assert sum(p.numel() for p in block.parameters()) == _params(D)
+
+
+def test_head_checker_reference_is_the_heads_own_weights():
+    mha = MultiHeadAttention(12, 3, 8)
+    x = torch.randn(2, 5, 12)
+    _, weights = mha(x, return_weights=True)  # (B, H, T, T)
+    _, head_weights = head_as_causal(mha, 2)(x, return_weights=True)
+    torch.testing.assert_close(head_weights, weights[:, 2])
 
 
 def test_dropout_checker_agrees_with_nn_dropout():
@@ -710,9 +912,9 @@ def test_learner_notebook_shows_not_attempted_yet_for_each_check():
 # --- the exercises block at the end of each lesson ------------------------------------
 
 
-def test_every_lesson_02_to_08_has_a_block_of_checked_exercises():
+def test_every_lesson_01_to_08_has_a_block_of_checked_exercises():
     blocks = make_exercises.lesson_blocks(nbformat.read(make_exercises.SOLUTIONS, as_version=4))
-    assert sorted(blocks) == ["02", "03", "04", "05", "06", "07", "08"]
+    assert sorted(blocks) == list(ex.LESSONS)
     for lesson, block in blocks.items():
         sources = [c.source for c in block]
         assert sources[0] == make_exercises.BLOCK_INTRO
@@ -745,7 +947,7 @@ def test_the_block_replaces_itself_and_keeps_the_closing_cell_last(tmp_path):
 def test_an_edit_to_a_lessons_exercise_makes_its_notebook_out_of_date(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    for path in (make_exercises.SOLUTIONS.parent).glob("0[2-8]_*.ipynb"):
+    for path in (make_exercises.SOLUTIONS.parent).glob("0[1-8]_*.ipynb"):
         (notebooks / path.name).write_bytes(path.read_bytes())
     solutions = nbformat.read(make_exercises.SOLUTIONS, as_version=4)
     cell = next(c for c in solutions.cells if "def dropout_rescale" in c.source)
@@ -754,3 +956,17 @@ def test_an_edit_to_a_lessons_exercise_makes_its_notebook_out_of_date(tmp_path):
     nbformat.write(solutions, edited)
     problems = make_exercises.stale_lessons(edited, notebooks)
     assert any(p.startswith("05_causal_head.ipynb") for p in problems), problems
+
+
+def test_learner_only_writes_the_exercises_notebook_and_leaves_the_lessons_alone(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for path in (make_exercises.SOLUTIONS.parent).glob("0[1-8]_*.ipynb"):
+        (notebooks / path.name).write_bytes(path.read_bytes())
+    (notebooks / "exercises_solutions.ipynb").write_bytes(make_exercises.SOLUTIONS.read_bytes())
+    lessons = {p.name: p.read_bytes() for p in notebooks.glob("0*.ipynb")}
+    assert make_exercises.main(["--root", str(tmp_path), "--learner-only", "--no-run"]) == 0
+    assert {p.name: p.read_bytes() for p in notebooks.glob("0*.ipynb")} == lessons
+    learner = notebooks / "exercises.ipynb"
+    assert not make_exercises.stale_cells(notebooks / "exercises_solutions.ipynb", learner)
+    assert make_exercises.main(["--root", str(tmp_path), "--learner-only", "--check"]) == 0

@@ -1,5 +1,5 @@
-"""Checkers for the exercises of lessons 02-08 (notebooks/exercises.ipynb; solutions in
-exercises_solutions.ipynb), one module per lesson: ``lesson02`` ... ``lesson08``.
+"""Checkers for the exercises of lessons 01-08 (notebooks/exercises.ipynb; solutions in
+exercises_solutions.ipynb), one module per lesson: ``lesson01`` ... ``lesson08``.
 
 Each exercise asks for a function; its check cell hands that function to a checker::
 
@@ -20,22 +20,28 @@ leave the global random state as they found it.
 
 Every checker records its latest verdict; ``summary("04")`` prints which exercises of
 lesson 04 pass (``summary()``: every lesson), and ``reset()`` forgets the verdicts.
+
+The exercises, by lesson (exercise N.k is the k-th checker of lesson N):
+
+* 01: ``check_stable_softmax``, ``check_decay_weights``
+* 02: ``check_single_head_forward``
+* 03: ``check_score_variances``, ``check_projected_score_variance``
+* 04: ``check_looks_ahead``, ``check_sliding_mask``
+* 05: ``check_dropout_rescale``
+* 06: ``check_head_as_causal``, ``check_einsum_attention``, ``check_padded_causal_mask``
+* 07: ``check_head_rows_from_fused``, ``check_weights_outnumber_params``
+* 08: ``check_lookback_distance``, ``check_repeat_batch``
 """
 
 from ._core import EXERCISES, LESSONS, RESULTS, Summary, Verdict, reset, summary
+from .lesson01 import check_decay_weights, check_stable_softmax
 from .lesson02 import check_single_head_forward
-from .lesson03 import check_einsum_attention, check_score_variance
-from .lesson04 import (
-    check_mask_then_softmax,
-    check_padded_causal_mask,
-    check_sliding_mask,
-    check_softmax_then_renormalise,
-    check_tril_then_softmax,
-)
+from .lesson03 import check_projected_score_variance, check_score_variances
+from .lesson04 import check_looks_ahead, check_sliding_mask
 from .lesson05 import check_dropout_rescale
-from .lesson06 import check_mha_from_causal, check_split_heads
-from .lesson07 import check_fuse_qkv, check_param_count
-from .lesson08 import check_previous_token_share, check_repeat_batch
+from .lesson06 import check_einsum_attention, check_head_as_causal, check_padded_causal_mask
+from .lesson07 import check_head_rows_from_fused, check_weights_outnumber_params
+from .lesson08 import check_lookback_distance, check_repeat_batch
 
 __all__ = [
     "EXERCISES",
@@ -43,21 +49,21 @@ __all__ = [
     "RESULTS",
     "Summary",
     "Verdict",
+    "check_decay_weights",
     "check_dropout_rescale",
     "check_einsum_attention",
-    "check_fuse_qkv",
-    "check_mask_then_softmax",
-    "check_mha_from_causal",
+    "check_head_as_causal",
+    "check_head_rows_from_fused",
+    "check_looks_ahead",
+    "check_lookback_distance",
     "check_padded_causal_mask",
-    "check_param_count",
-    "check_previous_token_share",
+    "check_projected_score_variance",
     "check_repeat_batch",
-    "check_score_variance",
+    "check_score_variances",
     "check_single_head_forward",
     "check_sliding_mask",
-    "check_softmax_then_renormalise",
-    "check_split_heads",
-    "check_tril_then_softmax",
+    "check_stable_softmax",
+    "check_weights_outnumber_params",
     "reset",
     "summary",
 ]

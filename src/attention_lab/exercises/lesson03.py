@@ -1,116 +1,145 @@
-"""Lesson 03 · scaling (notebooks/03_scaling.ipynb): the variance of q·k, and attention
-written with ``torch.einsum`` (scaled by √d_head; the mask argument is the one lesson 04 builds).
-"""
+"""Lesson 03 · scaling (notebooks/03_scaling.ipynb): measure the variance of the scores from
+samples, then predict it for queries and keys whose entries do not have variance 1 (as a
+freshly initialised ``nn.Linear`` makes them)."""
 
 from __future__ import annotations
 
 import math
 
 import torch
-import torch.nn.functional as F
 
-from ..masks import causal_mask, sliding_window_mask
-from ._core import _call, _close, _masked_softmax, _tensor, _Wrong, checker
+from ._core import _call, _Wrong, checker
 
-# --- exercise 5 of exercises.ipynb: predict the variance of q·k ------------------------------
+# --- exercise 3.1: measure Var(q·k) and Var(q·k / √d_head) -----------------------------------
 
 
-@checker("03", "return a number: the variance you predict for these d_head and scaled")
-def check_score_variance(fn) -> str:
-    """``fn(d_head, scaled) -> float``: Var(q·k) for q, k with independent N(0, 1) entries."""
-    for d_head in (1, 4, 16, 64):
+def _pair(answer, what: str) -> tuple[float, float]:
+    parts = answer if isinstance(answer, (tuple, list)) else [answer]
+    big = [t for t in parts if isinstance(t, torch.Tensor) and t.numel() > 1]
+    if big or (isinstance(answer, torch.Tensor) and answer.numel() > 2):
+        answer = big[0] if big else answer
+        raise _Wrong(
+            f"{what}: your function returned a tensor of shape {tuple(answer.shape)}, "
+            "not two numbers",
+            "one score per pair: (q * k).sum(dim=-1) is (N,); its .var() is one number",
+        )
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
+        raise _Wrong(
+            f"{what}: your function returned a {type(answer).__name__}, not two numbers",
+            "return raw_variance, scaled_variance",
+        )
+    try:
+        return float(answer[0]), float(answer[1])
+    except (TypeError, ValueError, RuntimeError):
+        raise _Wrong(
+            f"{what}: the two values are not numbers",
+            "turn a one-number tensor into a float with .item()",
+        ) from None
+
+
+@checker("03", "return two floats: the variance of q·k and of q·k / √d_head")
+def check_score_variances(fn) -> str:
+    """``fn(q, k) -> (var_raw, var_scaled)``: q, k are (N, d_head) samples, row n is one pair;
+    the scores are q_n · k_n, the scaled scores q_n · k_n / √d_head."""
+    measured = {}
+    for N, d_head, scale in ((500, 4, 1.0), (300, 16, 0.5), (4000, 64, 1.0), (200, 1, 2.0)):
+        q = torch.randn(N, d_head) * scale  # (N, d_head)
+        k = torch.randn(N, d_head)  # (N, d_head)
+        raw = (q.double() * k.double()).sum(dim=-1)  # (N,)
+        want = (raw.var().item(), (raw / math.sqrt(d_head)).var().item())
+        got = _pair(_call(fn, q.clone(), k.clone()), f"for N={N}, d_head={d_head}")
+        if all(math.isclose(g, w, rel_tol=1e-3) for g, w in zip(got, want)):
+            if d_head == 64:
+                measured = dict(zip(("raw", "scaled"), got))
+            continue
+        where = f"for {N} pairs of width d_head={d_head}"
+        g_raw, g_scaled = got
+        if math.isclose(g_raw, math.sqrt(want[0]), rel_tol=1e-3):
+            raise _Wrong(
+                f"{where} you return {g_raw:.3g}: that is the standard deviation",
+                "the variance is the square of the standard deviation: use .var(), not .std()",
+            )
+        all_pairs = (q.double() @ k.double().T).var().item()  # every q against every k
+        if math.isclose(g_raw, all_pairs, rel_tol=1e-3) and N > 1:
+            raise _Wrong(
+                f"{where} you scored every query against every key ({N} x {N} scores)",
+                "a pair is one row of q with the same row of k: (q * k).sum(dim=-1)",
+            )
+        if math.isclose(g_raw, want[0], rel_tol=1e-3):
+            if math.isclose(g_scaled, want[0] / d_head**2, rel_tol=1e-3) and d_head > 1:
+                raise _Wrong(
+                    f"{where} the scaled variance is divided by d_head² = {d_head**2}",
+                    "divide the scores by √d_head, not by d_head",
+                )
+            if math.isclose(g_scaled, want[0] / math.sqrt(d_head), rel_tol=1e-3) and d_head > 1:
+                raise _Wrong(
+                    f"{where} you divided the variance by √d_head",
+                    "scale the scores, then take their variance: a constant c multiplies a "
+                    "variance by c²",
+                )
+            raise _Wrong(
+                f"{where} the raw variance is right ({g_raw:.3g}), the scaled one is not "
+                f"({g_scaled:.3g}, expected {want[1]:.3g})",
+                "scaled scores: (q * k).sum(dim=-1) / math.sqrt(d_head), then .var()",
+            )
+        raise _Wrong(
+            f"{where} you measure {g_raw:.3g}; the variance of the scores is {want[0]:.3g}",
+            "score each pair, (q * k).sum(dim=-1) of shape (N,), then take .var()",
+        )
+    return (
+        f"on 4000 pairs at d_head=64 your function measures Var(q·k) = {measured['raw']:.1f} "
+        f"and {measured['scaled']:.2f} scaled (section 1 predicts 64 and 1)"
+    )
+
+
+# --- exercise 3.2: predict the variance when q and k do not have variance 1 ------------------
+
+
+@checker("03", "return a number computed from d_head, var_q, var_k and scaled")
+def check_projected_score_variance(fn) -> str:
+    """``fn(d_head, var_q, var_k, scaled) -> float``: Var(q·k) (or of q·k / √d_head) when q and
+    k are independent, with independent entries of mean 0 and variances var_q and var_k."""
+    for d_head, var_q, var_k in ((16, 1.0, 1.0), (64, 1 / 3, 1 / 3), (8, 2.0, 0.5), (4, 4.0, 1.0)):
         for scaled in (False, True):
-            want = 1.0 if scaled else float(d_head)
-            answer = _call(fn, d_head, scaled)
+            want = var_q * var_k * (1 if scaled else d_head)
+            answer = _call(fn, d_head, var_q, var_k, scaled)
             try:
                 got = float(answer)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RuntimeError):
                 raise _Wrong(
-                    f"for d_head={d_head} your function returned a {type(answer).__name__}, "
-                    "not a number",
-                    "return a float (or an int)",
+                    f"your function returned a {type(answer).__name__}, not a number",
+                    "return a float: a formula, no sampling",
                 ) from None
             if math.isclose(got, want, rel_tol=1e-6):
                 continue
-            case = f"d_head={d_head}, {'scaled' if scaled else 'not scaled'}"
-            if math.isclose(got, math.sqrt(want), rel_tol=1e-6) and d_head > 1:
+            case = (
+                f"d_head={d_head}, var_q={var_q:.3g}, var_k={var_k:.3g}, "
+                f"{'scaled' if scaled else 'not scaled'}"
+            )
+            base = 1 if scaled else d_head
+            if math.isclose(got, (var_q + var_k) * base, rel_tol=1e-6) and var_q * var_k != (
+                var_q + var_k
+            ):
                 raise _Wrong(
-                    f"for {case} you predict {got:g}: that is the standard deviation",
-                    "the variance of a sum of d_head independent terms, each of variance 1, "
-                    "is d_head",
+                    f"for {case} you predict {got:.4g}: you added the variances",
+                    "for independent q_m and k_m of mean 0, Var(q_m k_m) = Var(q_m) · Var(k_m)",
                 )
-            if scaled and math.isclose(got, 1 / math.sqrt(d_head), rel_tol=1e-6):
+            if math.isclose(got, base, rel_tol=1e-6):
                 raise _Wrong(
-                    f"for {case} you predict {got:g}",
-                    "dividing by √d_head divides the variance by (√d_head)² = d_head",
+                    f"for {case} you predict {got:.4g}, as if every entry had variance 1",
+                    "each product q_m k_m now has variance var_q · var_k",
                 )
-            raise _Wrong(
-                f"for {case} you predict {got:g}; the measurement says otherwise",
-                "each product q_i·k_i has mean 0 and variance 1, and the d_head products are "
-                "independent; a constant c multiplies a variance by c²",
-            )
-    g = torch.Generator().manual_seed(0)
-    q, k = torch.randn(2, 20_000, 64, generator=g)  # (N, 64) each
-    measured = (q * k).sum(-1).var().item()
-    return f"Var(q·k) = d_head, and 1 after scaling (measured at d_head=64: {measured:.0f})"
-
-
-# --- exercise 6 of exercises.ipynb: attention with torch.einsum ------------------------------
-
-
-@checker("03", "return (context, weights) from q, k, v of shape (B, H, T, d_head)")
-def check_einsum_attention(fn) -> str:
-    """``fn(q, k, v, mask=None) -> (context, weights)``; against F.scaled_dot_product_attention."""
-    B, H, T, d = 2, 3, 5, 8
-    for kind in ("none", "causal", "sliding"):
-        q, k, v = torch.randn(3, B, H, T, d)  # (B, H, T, d_head) each
-        mask = {"none": None, "causal": causal_mask(T), "sliding": sliding_window_mask(T, 2)}[kind]
-        result = _call(fn, q, k, v, mask)
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise _Wrong(
-                f"your function returned a {type(result).__name__}, not (context, weights)",
-                "return context, weights",
-            )
-        context = _tensor(result[0], "context", (B, H, T, d))
-        weights = _tensor(result[1], "weights", (B, H, T, T))
-        sdpa_mask = None if mask is None else ~mask  # SDPA: True = may attend
-        want_ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=sdpa_mask)  # (B, H, T, d)
-        scores = torch.matmul(q, k.transpose(-2, -1))  # (B, H, T, T), unscaled
-        blocked = torch.zeros(T, T, dtype=torch.bool) if mask is None else mask
-        want_w = _masked_softmax(scores / math.sqrt(d), blocked)  # (B, H, T, T)
-        if _close(weights, want_w, 1e-5) and _close(context, want_ctx, 1e-5):
-            continue
-        where = f"with mask={kind}"
-        if _close(weights, _masked_softmax(scores, blocked)):
-            raise _Wrong(
-                f"{where}, the scores are not scaled",
-                f"divide q·k by √d_head (here √{d}) before the softmax",
-            )
-        if _close(weights, _masked_softmax(scores / d, blocked)):
-            raise _Wrong(
-                f"{where}, the scores are divided by d_head", "divide by √d_head, not d_head"
-            )
-        if _close(weights, _masked_softmax(scores.transpose(-2, -1) / math.sqrt(d), blocked)):
-            raise _Wrong(
-                f"{where}, the scores are transposed: keys on the rows, queries on the columns",
-                "the query index comes first: torch.einsum('bhqd,bhkd->bhqk', q, k)",
-            )
-        if mask is not None:
-            if _close(weights, _masked_softmax(scores / math.sqrt(d), ~mask)):
+            if math.isclose(got, math.sqrt(var_q * var_k) * base, rel_tol=1e-6):
                 raise _Wrong(
-                    f"{where}, your mask blocks the past and lets the future through",
-                    "True means blocked: masked_fill(mask, float('-inf'))",
+                    f"for {case} you predict {got:.4g}: the product of standard deviations",
+                    "Var(q_m k_m) = Var(q_m) · Var(k_m) when both have mean 0",
                 )
-            if _close(weights, _masked_softmax(scores / math.sqrt(d), torch.zeros_like(mask))):
-                raise _Wrong(f"{where}, the mask was ignored", "apply it before the softmax")
-        if not _close(weights, want_w, 1e-5):
             raise _Wrong(
-                f"{where}, the weights differ from the reference by up to "
-                f"{(weights - want_w).abs().max().item():.3f}",
-                "softmax over the keys, dim=-1",
+                f"for {case} you predict {got:.4g}; the maths gives {want:.4g}",
+                "d_head independent terms, each of variance var_q · var_k; dividing the score "
+                "by √d_head divides the variance by d_head",
             )
-        raise _Wrong(
-            f"{where}, the weights are right but the context is not",
-            "context = torch.einsum('bhqk,bhkd->bhqd', weights, v)",
-        )
-    return "equal to F.scaled_dot_product_attention, with no mask, causal and sliding masks"
+    return (
+        "Var(q·k / √d_head) = var_q · var_k: with entries of variance 1/3, as a fresh "
+        f"nn.Linear gives, that is {1 / 9:.3f}, not 1"
+    )

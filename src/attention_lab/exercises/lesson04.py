@@ -1,96 +1,90 @@
-"""Lesson 04 · the causal mask (notebooks/04_causal_mask.ipynb): mask then softmax (and the
-two shortcuts beside it), the sliding-window mask, and padding combined with the causal mask.
-"""
+"""Lesson 04 · the causal mask (notebooks/04_causal_mask.ipynb): a causality test of your own
+(does an attention function let the future in?), and the sliding-window mask."""
 
 from __future__ import annotations
 
 import torch
 
 from ..masks import causal_mask, sliding_window_mask
-from ._core import (
-    _call,
-    _close,
-    _diagnose_causal_weights,
-    _example_scores,
-    _masked_softmax,
-    _tensor,
-    _Wrong,
-    checker,
-)
+from ._core import _call, _tensor, _Wrong, checker
 
-# --- exercise 1 of exercises.ipynb: mask then softmax, or tril then softmax? -----------------
+# --- exercise 4.1: a test that catches a look into the future --------------------------------
 
 
-@checker("04", "take `scores` of shape (..., T, T) and return weights of the same shape")
-def check_mask_then_softmax(fn) -> str:
-    """``fn(scores) -> weights``: the causal softmax, masking the future with -inf first."""
-    for shape in ((6, 6), (2, 5, 5), (2, 3, 4, 4), (1, 1)):
-        scores = _example_scores(*shape)
-        got = _tensor(_call(fn, scores.clone()), "the weights", shape)
-        want = _masked_softmax(scores, causal_mask(shape[-1]))  # (..., T, T)
-        if not _close(got, want):
-            _diagnose_causal_weights(got, scores, "the weights")
+def _attention_fn(blocked: torch.Tensor | None, D: int, leak: float = 0.0):
+    """One fixed attention head over (B, T, D) inputs, masked by ``blocked`` (True = blocked);
+    ``leak`` adds that much of the mean of all positions, the future included."""
+    g = torch.Generator().manual_seed(D)
+    W_q, W_k, W_v = (torch.randn(D, D, generator=g) / D**0.5 for _ in range(3))
+
+    def attend(x):
+        q, k, v = x @ W_q, x @ W_k, x @ W_v  # (B, T, D) each
+        scores = q @ k.transpose(-2, -1) / D**0.5  # (B, T, T)
+        if blocked is not None:
+            T = x.shape[1]
+            scores = scores.masked_fill(blocked[:T, :T], float("-inf"))  # (B, T, T)
+        out = torch.softmax(scores, dim=-1) @ v  # (B, T, D)
+        return out + leak * x.mean(dim=1, keepdim=True) if leak else out
+
+    return attend
+
+
+def _cases(T: int, D: int):
+    """(name, attention function, does it look ahead?)"""
+    ones = torch.ones(T, T, dtype=torch.bool)
+    last_to_first = causal_mask(T).clone()
+    last_to_first[0, T - 1] = False  # query 0 may read the last key, nothing else leaks
+    first_to_second = causal_mask(T).clone()
+    first_to_second[0, 1] = False  # query 0 may read key 1: the last token changes nothing
+    return [
+        ("a correctly masked head", _attention_fn(causal_mask(T), D), False),
+        ("a head with no mask", _attention_fn(None, D), True),
+        ("a head that sees one step ahead", _attention_fn(torch.triu(ones, diagonal=2), D), True),
+        ("a head whose first query reads the last key", _attention_fn(last_to_first, D), True),
+        ("a head whose first query reads key 1", _attention_fn(first_to_second, D), True),
+        (
+            "a causal head plus the mean of all positions",
+            _attention_fn(causal_mask(T), D, 0.5),
+            True,
+        ),
+        ("a head that sees only itself", _attention_fn(~torch.eye(T, dtype=torch.bool), D), False),
+    ]
+
+
+@checker("04", "return True or False: does some output change when a later token changes?")
+def check_looks_ahead(fn) -> str:
+    """``fn(attend, x) -> bool``: ``attend`` maps x (B, T, D) to outputs (B, T, D); True if
+    changing the token at some position j changes an output at a position i < j."""
+    B, T, D = 2, 6, 8
+    x = torch.randn(B, T, D)  # (B, T, D)
+    for name, attend, leaks in _cases(T, D):
+        answer = _call(fn, attend, x.clone())
+        if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+            answer = bool(answer)
+        if not isinstance(answer, bool):
             raise _Wrong(
-                f"for scores of shape {shape} the weights differ from mask-then-softmax by up "
-                f"to {(got - want).abs().max().item():.3f}",
-                "mask with -inf first, then softmax over the last dimension",
+                f"for {name} your function returned a {type(answer).__name__}, not True or False",
+                "return one bool, e.g. `return False` after the loop found nothing",
             )
-    return "the future gets weight exactly 0 and every row sums to 1"
+        if answer == leaks:
+            continue
+        if leaks:
+            how = {
+                "a head whose first query reads key 1": "change every position j in turn, not "
+                "only the last one",
+                "a head whose first query reads the last key": "compare every output before j, "
+                "out[:, :j], not only the one just before it",
+            }.get(name, "change one token j at a time and compare the outputs at i < j")
+            raise _Wrong(f"your test lets {name} pass as causal", how)
+        raise _Wrong(
+            f"your test flags {name}, which cannot see the future",
+            "the output at the changed position j itself may change; compare only "
+            "out[:, :j], the positions before j",
+        )
+    return "your test catches five kinds of leak and passes both causal heads"
 
 
-@checker("04", "take `scores` of shape (..., T, T) and return weights of the same shape")
-def check_tril_then_softmax(fn) -> str:
-    """``fn(scores) -> weights``: the shortcut of the exercise, tril of the scores then softmax."""
-    worst = 0.0
-    for shape in ((6, 6), (2, 5, 5)):
-        scores = _example_scores(*shape)
-        got = _tensor(_call(fn, scores.clone()), "the weights", shape)
-        T = shape[-1]
-        want = torch.softmax(scores.masked_fill(causal_mask(T), 0.0), dim=-1)  # (..., T, T)
-        if _close(got, _masked_softmax(scores, causal_mask(T))):
-            raise _Wrong(
-                "this is the correct mask-then-softmax; this function is the shortcut to test",
-                "keep the lower triangle with torch.tril(scores), then softmax it, no -inf",
-            )
-        if not _close(got, want):
-            raise _Wrong(
-                f"for scores of shape {shape} your weights are not softmax(tril(scores)); "
-                f"they differ by up to {(got - want).abs().max().item():.3f}",
-                "torch.tril keeps j <= i and writes 0 above the diagonal; then softmax over dim=-1",
-            )
-        worst = max(worst, got.masked_select(causal_mask(T).expand_as(got)).max().item())
-    return (
-        "this is the shortcut, and it is not causal: a future key still gets up to "
-        f"{worst:.2f} of a row's weight"
-    )
-
-
-@checker("04", "take `scores` of shape (..., T, T) and return weights of the same shape")
-def check_softmax_then_renormalise(fn) -> str:
-    """``fn(scores) -> weights``: softmax over all keys, zero the future, renormalise."""
-    for shape in ((6, 6), (2, 5, 5), (2, 3, 4, 4)):
-        scores = _example_scores(*shape)
-        got = _tensor(_call(fn, scores.clone()), "the weights", shape)
-        T = shape[-1]
-        want = _masked_softmax(scores, causal_mask(T))  # (..., T, T)
-        if not _close(got, want):
-            unnormalised = torch.softmax(scores, -1).masked_fill(causal_mask(T), 0.0)
-            if _close(got, unnormalised):
-                raise _Wrong(
-                    "the future is zeroed, but the rows no longer sum to 1 "
-                    f"(row 0 sums to {got.reshape(-1, T, T)[0, 0].sum().item():.2f})",
-                    "divide each row by its sum: w / w.sum(dim=-1, keepdim=True)",
-                )
-            _diagnose_causal_weights(got, scores, "the weights")
-            raise _Wrong(
-                f"the weights differ from mask-then-softmax by up to "
-                f"{(got - want).abs().max().item():.3f}",
-                "softmax over dim=-1, then masked_fill(mask, 0.0), then divide by the row sums",
-            )
-    return "softmax, zero the future, renormalise: equal to mask-then-softmax"
-
-
-# --- exercise 3 of exercises.ipynb: the sliding-window mask ----------------------------------
+# --- exercise 4.2: the sliding-window mask --------------------------------------------------
 
 
 @checker("04", "return torch.triu(...) | torch.tril(...) as a (T, T) bool tensor")
@@ -133,82 +127,3 @@ def check_sliding_mask(fn) -> str:
             "the old positions are j <= i - window: torch.tril(ones, diagonal=-window)",
         )
     return "equal to attention_lab.sliding_window_mask for 5 sizes, window >= T included"
-
-
-# --- exercise 10 of exercises.ipynb: padding mask combined with the causal mask --------------
-
-
-def _reference_padded_mask(lengths: list[int], T: int) -> torch.Tensor:
-    """Loop version: left padding; key j is blocked if j > i, or if j is padding and j != i."""
-    want = torch.zeros(len(lengths), 1, T, T, dtype=torch.bool)
-    for b, n in enumerate(lengths):
-        first_real = T - n
-        for i in range(T):
-            for j in range(T):
-                want[b, 0, i, j] = j > i or (j < first_real and j != i)
-    return want
-
-
-@checker("04", "return a (B, 1, T, T) bool tensor, True = blocked")
-def check_padded_causal_mask(fn) -> str:
-    """``fn(lengths, T) -> (B, 1, T, T)`` for left-padded rows (padding first, then lengths[b]
-    real tokens): key j is blocked if it is in the future (j > i) or padding (j < T - lengths[b]),
-    except that every position may see itself, so no row is blocked entirely."""
-    for lengths, T in (([5, 3, 1], 5), ([4, 4], 4), ([2, 6, 3], 6)):
-        B = len(lengths)
-        got = _call(fn, torch.tensor(lengths), T)
-        if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, T, T):
-            raise _Wrong(
-                f"the mask is (B, T, T) = {tuple(got.shape)}; it must broadcast over heads",
-                "add a head axis: mask[:, None] gives (B, 1, T, T)",
-            )
-        got = _tensor(got, "the mask", (B, 1, T, T))
-        if got.dtype != torch.bool:
-            raise _Wrong(f"the mask has dtype {got.dtype}", "masks are torch.bool, True = blocked")
-        want = _reference_padded_mask(lengths, T)  # (B, 1, T, T)
-        if torch.equal(got, want):
-            continue
-        where = f"with lengths={lengths}, T={T}"
-        j = torch.arange(T)  # (T,)
-        future = causal_mask(T)  # (T, T)
-        eye = torch.eye(T, dtype=torch.bool)  # (T, T)
-        left = j[None, :] < T - torch.tensor(lengths)[:, None]  # (B, T), padding keys
-        right = j[None, :] >= torch.tensor(lengths)[:, None]  # (B, T), padding at the end
-        if torch.equal(got, ~want):
-            raise _Wrong(
-                f"{where}, your mask blocks exactly what should be seen",
-                "True means blocked: future keys and padding keys",
-            )
-        if torch.equal(got, (future | left[:, None, :])[:, None]):
-            raise _Wrong(
-                f"{where}, rows made only of padding have every key blocked: their softmax "
-                "would be NaN",
-                "let every position see itself: (future | padding) & ~torch.eye(T, dtype=bool)",
-            )
-        if torch.equal(got[:, 0], (future | (right[:, None, :] & ~eye))) or torch.equal(
-            got[:, 0], future | right[:, None, :]
-        ):
-            raise _Wrong(
-                f"{where}, you blocked padding at the end of each row",
-                "the padding is on the left: positions j < T - lengths[b]",
-            )
-        if torch.equal(got[:, 0], future & left[:, None, :]):
-            raise _Wrong(
-                f"{where}, a key is blocked only when it is both in the future and padding",
-                "either reason is enough: combine the two masks with |, not &",
-            )
-        if torch.equal(got[:, 0], (future | left[:, :, None]) & ~eye):
-            raise _Wrong(
-                f"{where}, the padding blocks query rows, not key columns",
-                "padding must be invisible as a key: padding[:, None, :] (B, 1, T) blocks columns",
-            )
-        if torch.equal(got[:, 0], future.expand(B, T, T)):
-            raise _Wrong(
-                f"{where}, only the future is blocked: real tokens still read the padding",
-                "also block keys j < T - lengths[b]",
-            )
-        raise _Wrong(
-            f"{where}, the mask differs from the expected one in {int((got != want).sum())} places",
-            "blocked = ((j > i) | (j < T - lengths[b])) & (j != i), built with broadcasting",
-        )
-    return "future keys and padding keys are blocked, and no row is blocked entirely"

@@ -1,98 +1,210 @@
-"""Lesson 06 · multi-head attention (notebooks/06_multi_head.ipynb): one head of
-``MultiHeadAttention`` is a ``CausalAttention``, and splitting (B, T, D) into heads.
+"""Lesson 06 · multi-head attention (notebooks/06_multi_head.ipynb): take one head out of a
+``MultiHeadAttention`` as a ``CausalAttention``, attention over (B, H, T, d_head) written with
+``torch.einsum``, and a padding mask for left-padded rows, broadcast over the heads.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 
 from ..heads import CausalAttention
-from ..multihead import MultiHeadAttention, merge_heads
-from ._core import _call, _close, _tensor, _Wrong, checker
+from ..masks import causal_mask, sliding_window_mask
+from ..multihead import MultiHeadAttention
+from ._core import _call, _close, _masked_softmax, _tensor, _Wrong, checker
 
-# --- exercise 2 of exercises.ipynb: MultiHeadAttention with one head is CausalAttention ------
-
-
-@checker("06", "build MultiHeadAttention(d_model, 1, context_length) and copy the weights into it")
-def check_mha_from_causal(fn) -> str:
-    """``fn(ca: CausalAttention) -> MultiHeadAttention`` computing the same function."""
-    for d, ctx, T in ((8, 6, 6), (16, 10, 7)):
-        ca = CausalAttention(d, d, ctx).eval()
-        x = torch.randn(2, T, d)  # (B, T, d)
-        with torch.no_grad():
-            want = ca(x)  # (B, T, d)
-        mha = _call(fn, ca)
-        if not isinstance(mha, MultiHeadAttention):
-            raise _Wrong(
-                f"your function returned a {type(mha).__name__}, not a MultiHeadAttention",
-                "return the MultiHeadAttention you built",
-            )
-        if mha.n_heads != 1:
-            raise _Wrong(
-                f"your MultiHeadAttention has n_heads={mha.n_heads}",
-                "the exercise compares one head with CausalAttention: n_heads=1",
-            )
-        mha.eval()
-        with torch.no_grad():
-            got = _tensor(_call(mha, x), "the output", tuple(want.shape))  # (B, T, d)
-        if _close(got, want):
-            continue
-        pairs = ((mha.W_q, ca.W_q), (mha.W_k, ca.W_k), (mha.W_v, ca.W_v))
-        if any(_close(m.weight, c.weight.T) and d > 1 for m, c in pairs):
-            raise _Wrong(
-                "some copied weights are transposed",
-                "nn.Linear stores its weight as (out_features, in_features) in both classes: "
-                "copy it as it is, m.weight.copy_(c.weight)",
-            )
-        if all(_close(m.weight, c.weight) for m, c in pairs):
-            raise _Wrong(
-                "W_q, W_k and W_v are copied, yet the outputs differ: same shape "
-                f"{tuple(got.shape)}, values apart by up to {(got - want).abs().max().item():.2f}",
-                "MultiHeadAttention also has an output projection W_o (with a bias) that "
-                "CausalAttention lacks: set W_o.weight to the identity and W_o.bias to zero",
-            )
-        raise _Wrong(
-            "the outputs have the same shape but different values",
-            "copy W_q, W_k and W_v one by one under torch.no_grad(), and make W_o the identity",
-        )
-    return "same shape and same values as CausalAttention: one head with W_o = identity is it"
+# --- exercise 6.1: one head of MultiHeadAttention, on its own --------------------------------
 
 
-# --- exercise 7 of exercises.ipynb: split the heads ------------------------------------------
-
-
-@checker("06", "return x reshaped to (B, n_heads, T, d_head)")
-def check_split_heads(fn) -> str:
-    """``fn(x, n_heads) -> (B, H, T, d_head)``; head h owns features h*d_head:(h+1)*d_head."""
-    for B, T, D, H in ((2, 5, 12, 3), (1, 4, 8, 2), (3, 6, 16, 4)):
-        x = torch.randn(B, T, D)  # (B, T, D)
+@checker("06", "build CausalAttention(d_model, d_head, context_length) and copy rows into it")
+def check_head_as_causal(fn) -> str:
+    """``fn(mha, h) -> CausalAttention``: the head whose weights are head h's weights of
+    ``mha`` (and whose output is head h's slice of the context, before W_o)."""
+    for D, H, ctx, T, h in ((12, 3, 8, 6, 1), (16, 4, 10, 7, 3), (8, 2, 5, 5, 0)):
+        mha = MultiHeadAttention(D, H, ctx).eval()
         d_head = D // H
-        got = _call(fn, x, H)
-        if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, T, H, d_head):
+        x = torch.randn(2, T, D)  # (B, T, D)
+        with torch.no_grad():
+            _, want_w = mha(x, return_weights=True)  # (B, H, T, T)
+            v = mha.W_v(x).view(2, T, H, d_head).transpose(1, 2)  # (B, H, T, d_head)
+            want_out = want_w @ v  # (B, H, T, d_head)
+        head = _call(fn, mha, h)
+        if not isinstance(head, CausalAttention):
             raise _Wrong(
-                f"the shape is (B, T, H, d_head) = {tuple(got.shape)}: the heads are not "
-                "next to the batch yet",
-                "finish with .transpose(1, 2) to get (B, H, T, d_head)",
+                f"your function returned a {type(head).__name__}, not a CausalAttention",
+                "return the CausalAttention you built",
             )
-        got = _tensor(got, "the result", (B, H, T, d_head))
-        want = torch.stack(x.chunk(H, dim=-1), dim=1)  # (B, H, T, d_head)
-        if torch.equal(got, want):
-            if not torch.equal(merge_heads(got), x):
-                raise _Wrong("merging your heads does not give x back", "use view and transpose")
+        if head.d_out != d_head:
+            raise _Wrong(
+                f"your head has d_out={head.d_out}; one head of {H} at d_model={D} is "
+                f"d_head={d_head} wide",
+                "CausalAttention(d_model, d_model // n_heads, context_length)",
+            )
+        head.eval()
+        with torch.no_grad():
+            result = _call(head, x, return_weights=True)
+        out = _tensor(result[0], "the head's output", (2, T, d_head))
+        weights = _tensor(result[1], "the head's weights", (2, T, T))
+        if _close(weights, want_w[:, h]) and _close(out, want_out[:, h]):
             continue
-        if torch.equal(got, x.reshape(B, H, T, d_head)):
+        where = f"with d_model={D}, n_heads={H}, head h={h}"
+        for other in range(H):
+            if other != h and _close(weights, want_w[:, other]):
+                raise _Wrong(
+                    f"{where}, your head computes the weights of head {other}",
+                    "head h owns rows h*d_head:(h+1)*d_head of W_q, W_k and W_v",
+                )
+        if _close(weights, want_w[:, h]):
             raise _Wrong(
-                "right shape, scrambled values: the heads are transposed wrongly; viewing "
-                "(B, T, D) straight as (B, H, T, d_head) mixes time steps into the heads",
-                "view as (B, T, H, d_head) first, then .transpose(1, 2)",
-            )
-        if torch.equal(got, x.reshape(B, T, d_head, H).permute(0, 3, 1, 2)):
-            raise _Wrong(
-                "each head takes every H-th feature; a head must own one contiguous slice",
-                "view as (B, T, H, d_head): head h gets features h*d_head:(h+1)*d_head",
+                f"{where}, the weights are head {h}'s, but the output is not",
+                "copy W_v's rows of head h as well",
             )
         raise _Wrong(
-            f"with B={B}, T={T}, D={D}, H={H} the values are not where they belong",
-            "result[b, h, t] must equal x[b, t, h*d_head:(h+1)*d_head]",
+            f"{where}, the weights differ from head {h}'s by up to "
+            f"{(weights - want_w[:, h]).abs().max().item():.3f}",
+            "copy rows h*d_head:(h+1)*d_head of mha.W_q.weight into head.W_q.weight (and the "
+            "same for W_k, W_v) under torch.no_grad()",
         )
-    return "head h holds features h*d_head:(h+1)*d_head of every time step"
+    return "your head reproduces head h's weights and its slice of the context, for 3 sizes"
+
+
+# --- exercise 6.2: attention with torch.einsum -----------------------------------------------
+
+
+@checker("06", "return (context, weights) from q, k, v of shape (B, H, T, d_head)")
+def check_einsum_attention(fn) -> str:
+    """``fn(q, k, v, mask=None) -> (context, weights)``; against F.scaled_dot_product_attention."""
+    B, H, T, d = 2, 3, 5, 8
+    for kind in ("none", "causal", "sliding"):
+        q, k, v = torch.randn(3, B, H, T, d)  # (B, H, T, d_head) each
+        mask = {"none": None, "causal": causal_mask(T), "sliding": sliding_window_mask(T, 2)}[kind]
+        result = _call(fn, q, k, v, mask)
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise _Wrong(
+                f"your function returned a {type(result).__name__}, not (context, weights)",
+                "return context, weights",
+            )
+        context = _tensor(result[0], "context", (B, H, T, d))
+        weights = _tensor(result[1], "weights", (B, H, T, T))
+        sdpa_mask = None if mask is None else ~mask  # SDPA: True = may attend
+        want_ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=sdpa_mask)  # (B, H, T, d)
+        scores = torch.matmul(q, k.transpose(-2, -1))  # (B, H, T, T), unscaled
+        blocked = torch.zeros(T, T, dtype=torch.bool) if mask is None else mask
+        want_w = _masked_softmax(scores / math.sqrt(d), blocked)  # (B, H, T, T)
+        if _close(weights, want_w, 1e-5) and _close(context, want_ctx, 1e-5):
+            continue
+        where = f"with mask={kind}"
+        if _close(weights, _masked_softmax(scores, blocked)):
+            raise _Wrong(
+                f"{where}, the scores are not scaled",
+                f"divide q·k by √d_head (here √{d}) before the softmax",
+            )
+        if _close(weights, _masked_softmax(scores / d, blocked)):
+            raise _Wrong(
+                f"{where}, the scores are divided by d_head", "divide by √d_head, not d_head"
+            )
+        if _close(weights, _masked_softmax(scores.transpose(-2, -1) / math.sqrt(d), blocked)):
+            raise _Wrong(
+                f"{where}, the scores are transposed: keys on the rows, queries on the columns",
+                "the query index comes first: torch.einsum('bhqd,bhkd->bhqk', q, k)",
+            )
+        if mask is not None:
+            if _close(weights, _masked_softmax(scores / math.sqrt(d), ~mask)):
+                raise _Wrong(
+                    f"{where}, your mask blocks the past and lets the future through",
+                    "True means blocked: masked_fill(mask, float('-inf'))",
+                )
+            if _close(weights, _masked_softmax(scores / math.sqrt(d), torch.zeros_like(mask))):
+                raise _Wrong(f"{where}, the mask was ignored", "apply it before the softmax")
+        if not _close(weights, want_w, 1e-5):
+            raise _Wrong(
+                f"{where}, the weights differ from the reference by up to "
+                f"{(weights - want_w).abs().max().item():.3f}",
+                "softmax over the keys, dim=-1",
+            )
+        raise _Wrong(
+            f"{where}, the weights are right but the context is not",
+            "context = torch.einsum('bhqk,bhkd->bhqd', weights, v)",
+        )
+    return "equal to F.scaled_dot_product_attention, with no mask, causal and sliding masks"
+
+
+# --- exercise 6.3: left padding and the causal mask together ---------------------------------
+
+
+def _reference_padded_mask(lengths: list[int], T: int) -> torch.Tensor:
+    """Loop version: left padding; key j is blocked if j > i, or if j is padding and j != i."""
+    want = torch.zeros(len(lengths), 1, T, T, dtype=torch.bool)
+    for b, n in enumerate(lengths):
+        first_real = T - n
+        for i in range(T):
+            for j in range(T):
+                want[b, 0, i, j] = j > i or (j < first_real and j != i)
+    return want
+
+
+@checker("06", "return a (B, 1, T, T) bool tensor, True = blocked")
+def check_padded_causal_mask(fn) -> str:
+    """``fn(lengths, T) -> (B, 1, T, T)`` for left-padded rows (padding first, then lengths[b]
+    real tokens): key j is blocked if it is in the future (j > i) or padding (j < T - lengths[b]),
+    except that every position may see itself, so no row is blocked entirely."""
+    for lengths, T in (([5, 3, 1], 5), ([4, 4], 4), ([2, 6, 3], 6)):
+        B = len(lengths)
+        got = _call(fn, torch.tensor(lengths), T)
+        if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, T, T):
+            raise _Wrong(
+                f"the mask is (B, T, T) = {tuple(got.shape)}; it must broadcast over heads",
+                "add a head axis: mask[:, None] gives (B, 1, T, T)",
+            )
+        got = _tensor(got, "the mask", (B, 1, T, T))
+        if got.dtype != torch.bool:
+            raise _Wrong(f"the mask has dtype {got.dtype}", "masks are torch.bool, True = blocked")
+        want = _reference_padded_mask(lengths, T)  # (B, 1, T, T)
+        if torch.equal(got, want):
+            continue
+        where = f"with lengths={lengths}, T={T}"
+        j = torch.arange(T)  # (T,)
+        future = causal_mask(T)  # (T, T)
+        eye = torch.eye(T, dtype=torch.bool)  # (T, T)
+        left = j[None, :] < T - torch.tensor(lengths)[:, None]  # (B, T), padding keys
+        right = j[None, :] >= torch.tensor(lengths)[:, None]  # (B, T), padding at the end
+        if torch.equal(got, ~want):
+            raise _Wrong(
+                f"{where}, your mask blocks exactly what should be seen",
+                "True means blocked: future keys and padding keys",
+            )
+        if torch.equal(got, (future | left[:, None, :])[:, None]):
+            raise _Wrong(
+                f"{where}, rows made only of padding have every key blocked: their softmax "
+                "would be NaN",
+                "let every position see itself: (future | padding) & ~torch.eye(T, dtype=bool)",
+            )
+        if torch.equal(got[:, 0], (future | (right[:, None, :] & ~eye))) or torch.equal(
+            got[:, 0], future | right[:, None, :]
+        ):
+            raise _Wrong(
+                f"{where}, you blocked padding at the end of each row",
+                "the padding is on the left: positions j < T - lengths[b]",
+            )
+        if torch.equal(got[:, 0], future & left[:, None, :]):
+            raise _Wrong(
+                f"{where}, a key is blocked only when it is both in the future and padding",
+                "either reason is enough: combine the two masks with |, not &",
+            )
+        if torch.equal(got[:, 0], (future | left[:, :, None]) & ~eye):
+            raise _Wrong(
+                f"{where}, the padding blocks query rows, not key columns",
+                "padding must be invisible as a key: padding[:, None, :] (B, 1, T) blocks columns",
+            )
+        if torch.equal(got[:, 0], future.expand(B, T, T)):
+            raise _Wrong(
+                f"{where}, only the future is blocked: real tokens still read the padding",
+                "also block keys j < T - lengths[b]",
+            )
+        raise _Wrong(
+            f"{where}, the mask differs from the expected one in {int((got != want).sum())} places",
+            "blocked = ((j > i) | (j < T - lengths[b])) & (j != i), built with broadcasting",
+        )
+    return "future keys and padding keys are blocked, and no row is blocked entirely"

@@ -1,5 +1,6 @@
-"""Lesson 07 · the fused QKV projection (notebooks/07_fused_qkv.ipynb): pack W_q, W_k, W_v
-into one weight, and count the block's parameters at GPT-2 size.
+"""Lesson 07 · the fused QKV projection (notebooks/07_fused_qkv.ipynb): read one head's query,
+key and value weights out of the fused ``qkv`` weight, and find the length at which one
+sequence's attention weights outnumber the block's parameters.
 """
 
 from __future__ import annotations
@@ -7,86 +8,115 @@ from __future__ import annotations
 import torch
 
 from ..fused import MultiHeadSelfAttention
-from ..multihead import MultiHeadAttention
+from ..multihead import split_heads
 from ._core import _call, _close, _tensor, _Wrong, checker
 
-# --- exercise 8 of exercises.ipynb: pack W_q, W_k, W_v into one fused weight -----------------
+# --- exercise 7.1: one head's rows of the fused weight ---------------------------------------
 
 
-@checker("07", "return one (3D, D) tensor built from the three (D, D) weights")
-def check_fuse_qkv(fn) -> str:
-    """``fn(w_q, w_k, w_v) -> (3D, D)``: the fused block then matches MultiHeadAttention."""
-    D, H, T = 16, 4, 6
-    separate = MultiHeadAttention(D, H, T).eval()
-    ws = [layer.weight.detach().clone() for layer in (separate.W_q, separate.W_k, separate.W_v)]
-    fused = _call(fn, *[w.clone() for w in ws])
-    if isinstance(fused, torch.Tensor) and tuple(fused.shape) == (D, 3 * D):
-        raise _Wrong(
-            f"the fused weight is ({D}, {3 * D}), expected ({3 * D}, {D})",
-            "nn.Linear weights are (out_features, in_features): stack the three along the "
-            "rows, torch.cat([...], dim=0)",
-        )
-    fused = _tensor(fused, "the fused weight", (3 * D, D))
-    blocks = fused.detach().split(D, dim=0)  # 3 x (D, D)
-    names = ("Q", "K", "V")
-    order = [next((n for n, w in zip(names, ws) if torch.equal(b, w)), "?") for b in blocks]
-    if order != list(names) and "?" not in order:
-        raise _Wrong(
-            f"the blocks are in the order {', '.join(order)}",
-            "qkv(x).split(D, dim=-1) reads Q first, then K, then V",
-        )
-    if all(torch.equal(b, w.T) for b, w in zip(blocks, ws)):
-        raise _Wrong("each block is transposed", "concatenate the weights as they are, no .T")
-    block = MultiHeadSelfAttention(D, H, T).eval()
-    with torch.no_grad():
-        block.qkv.weight.copy_(fused)
-        block.qkv.bias.zero_()
-        block.out_proj.weight.copy_(separate.W_o.weight)
-        block.out_proj.bias.copy_(separate.W_o.bias)
-        x = torch.randn(2, T, D)  # (B, T, D)
-        same = _close(block(x), separate(x))
-    if not same:
-        raise _Wrong(
-            "the fused block does not compute what the three layers compute",
-            "rows [0:D] make Q, rows [D:2D] make K, rows [2D:3D] make V",
-        )
-    return "the fused block gives the same output as the three separate layers"
+@checker("07", "return three (d_head, D) tensors cut from the (3D, D) fused weight")
+def check_head_rows_from_fused(fn) -> str:
+    """``fn(qkv_weight, n_heads, h) -> (w_q, w_k, w_v)``, each (d_head, D): the rows of the
+    fused (3D, D) weight that make head h's queries, keys and values."""
+    for D, H, h in ((12, 3, 2), (16, 4, 1), (8, 2, 0)):
+        block = MultiHeadSelfAttention(D, H, context_length=6, qkv_bias=False).eval()
+        d_head = D // H
+        x = torch.randn(2, 5, D)  # (B, T, D)
+        with torch.no_grad():
+            q, k, v = block.qkv(x).split(D, dim=-1)  # 3 x (B, T, D)
+            want = [split_heads(t, H)[:, h] for t in (q, k, v)]  # 3 x (B, T, d_head)
+        weight = block.qkv.weight.detach().clone()  # (3D, D)
+        result = _call(fn, weight.clone(), H, h)
+        if not (isinstance(result, (tuple, list)) and len(result) == 3):
+            raise _Wrong(
+                f"your function returned a {type(result).__name__}, not (w_q, w_k, w_v)",
+                "return w_q, w_k, w_v",
+            )
+        where = f"with D={D}, n_heads={H}, head h={h}"
+        got = []
+        for name, w in zip(("w_q", "w_k", "w_v"), result):
+            if isinstance(w, torch.Tensor) and tuple(w.shape) == (D, d_head):
+                raise _Wrong(
+                    f"{where}, {name} is ({D}, {d_head}): columns, not rows",
+                    "a Linear's output features are the rows of its weight: cut rows, w[a:b]",
+                )
+            got.append(_tensor(w, f"{name} {where}", (d_head, D)))
+        made = [x @ w.detach().T for w in got]  # 3 x (B, T, d_head)
+        if all(_close(m, t) for m, t in zip(made, want)):
+            continue
+        q_rows = weight[h * d_head : (h + 1) * d_head]  # head h's Q rows
+        if all(torch.equal(w, q_rows) for w in got):
+            raise _Wrong(
+                f"{where}, all three are head {h}'s query rows",
+                "the K block starts at row D and the V block at row 2D: add part * D",
+            )
+        for part, (name, m, t) in enumerate(zip(("w_q", "w_k", "w_v"), made, want)):
+            if not _close(m, t):
+                start = part * D + h * d_head
+                raise _Wrong(
+                    f"{where}, {name} does not make head {h}'s "
+                    f"{['queries', 'keys', 'values'][part]}",
+                    f"those are rows {start}:{start + d_head} of the fused weight",
+                )
+    return "each head's three bands, read out of the fused weight, make its q, k and v"
 
 
-# --- exercise 9 of exercises.ipynb: count the parameters -------------------------------------
+# --- exercise 7.2: when do the weights outnumber the parameters? -----------------------------
 
 
-@checker("07", "return an int computed from d_model (and bias)")
-def check_param_count(fn) -> str:
-    """``fn(d_model, n_heads, bias) -> int``: the parameters of MultiHeadSelfAttention."""
-    gpt2 = {}
-    for D, H, bias in ((768, 12, True), (768, 12, False), (32, 4, True), (48, 3, False)):
-        block = MultiHeadSelfAttention(D, H, context_length=4, qkv_bias=bias, out_bias=bias)
-        want = sum(p.numel() for p in block.parameters())
-        answer = _call(fn, D, H, bias)
+def _params(d_model: int) -> int:
+    return 4 * d_model * d_model + 4 * d_model  # qkv (3D, D) + 3D, out_proj (D, D) + D
+
+
+def _reference_crossover(d_model: int, n_heads: int) -> int:
+    T = 1
+    while n_heads * T * T <= _params(d_model):
+        T += 1
+    return T
+
+
+@checker("07", "return an int: the smallest T that passes the parameter count")
+def check_weights_outnumber_params(fn) -> str:
+    """``fn(d_model, n_heads) -> int``: the smallest T at which one sequence's attention
+    weights, (H, T, T) numbers, are more than the parameters of MultiHeadSelfAttention
+    (with its biases)."""
+    found = {}
+    for D, H in ((768, 12), (32, 4), (32, 8), (12, 3), (64, 1)):
+        want = _reference_crossover(D, H)
+        answer = _call(fn, D, H)
         try:
             got = int(answer)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RuntimeError):
             raise _Wrong(
-                f"your function returned a {type(answer).__name__}, not a number",
-                "return an int such as 4 * d_model**2",
+                f"your function returned a {type(answer).__name__}, not a whole number",
+                "return an int: count T up until H * T * T is more than the parameters",
             ) from None
         if got == want:
-            if D == 768:
-                gpt2[bias] = got
+            found[(D, H)] = got
             continue
-        case = f"d_model={D}, n_heads={H}, bias={bias}"
-        if bias and got == 4 * D * D:
-            hint = "you left out the biases: qkv has 3D of them, out_proj has D"
-        elif not bias and got == 4 * D * D + 4 * D:
-            hint = "with bias=False neither layer has a bias"
-        elif got in (3 * D * D, 3 * D * D + 3 * D * bias):
-            hint = "you left out the output projection out_proj, a (D, D) layer"
-        elif got == want * H or got * H == want:
-            hint = "the heads split D among themselves; they add no parameters"
+        case = f"d_model={D}, n_heads={H}"
+        if got == _reference_crossover_no_bias(D, H):
+            hint = "the block has biases too: 4 * D**2 + 4 * D parameters"
+        elif got == _reference_crossover(D, 1) and H > 1:
+            hint = "one sequence holds H weight matrices of (T, T): count H * T * T"
+        elif 0 < got and H * got * got <= _params(D):
+            hint = (
+                f"at T={got} the weights hold {H * got * got:,} numbers, not more than the "
+                f"{_params(D):,} parameters yet"
+            )
+        elif H * (got - 1) ** 2 > _params(D):
+            hint = f"T={got - 1} already passes; you want the smallest such T"
         else:
-            hint = "two layers: qkv = Linear(D, 3D) and out_proj = Linear(D, D)"
-        raise _Wrong(f"for {case} you count {got:,}; the block has {want:,}", hint)
+            hint = "parameters: 4 * D**2 + 4 * D; weights of one sequence: H * T * T"
+        raise _Wrong(f"for {case} you answer T={got}; the answer is T={want}", hint)
     return (
-        f"GPT-2 size (d_model 768, 12 heads): {gpt2[True]:,} with biases, {gpt2[False]:,} without"
+        f"GPT-2 size (d_model 768, 12 heads): from T={found[(768, 12)]} on, one sequence's "
+        f"weights outnumber the block's {_params(768):,} parameters"
     )
+
+
+def _reference_crossover_no_bias(d_model: int, n_heads: int) -> int:
+    T = 1
+    while n_heads * T * T <= 4 * d_model * d_model:
+        T += 1
+    return T

@@ -1,6 +1,6 @@
-"""Lesson 08 · training on toy tasks (notebooks/08_training_copy_task.ipynb): how much each
-head looks at the previous token, and a batch of the repeat task, whose answers must be
-fetched from the first half of the row.
+"""Lesson 08 · training on toy tasks (notebooks/08_training_copy_task.ipynb): how far back each
+head of a trained model looks, and a batch of the repeat task, whose answers must be fetched
+from the first half of the row.
 """
 
 from __future__ import annotations
@@ -11,44 +11,53 @@ from ..masks import causal_mask
 from ..tasks import IGNORE_INDEX, SEP, repeat_offset
 from ._core import _call, _close, _example_scores, _masked_softmax, _tensor, _Wrong, checker
 
-# --- exercise 4 of exercises.ipynb: 4 -> 8 heads at d_model 32, how far does each head look? -
+# --- exercise 8.1: how far back does each head look? ----------------------------------------
 
 
-@checker("08", "return a (H,) tensor: one number per head")
-def check_previous_token_share(fn) -> str:
-    """``fn(weights (B, H, T, T)) -> (H,)``: the mean weight query i puts on key i - 1."""
+@checker("08", "return a (B, H, T) tensor: one distance per query of every head")
+def check_lookback_distance(fn) -> str:
+    """``fn(weights (B, H, T, T)) -> (B, H, T)``: for query i, the weighted mean distance to
+    the keys it reads, sum over j of weights[..., i, j] * (i - j)."""
     for B, H, T in ((2, 4, 6), (3, 8, 12), (1, 1, 3)):
         scores = _example_scores(B, H, T, T)
         weights = _masked_softmax(scores, causal_mask(T))  # (B, H, T, T)
+        i = torch.arange(T)
+        distance = (i[:, None] - i[None, :]).float()  # (T, T): i - j
+        want = (weights * distance).sum(dim=-1)  # (B, H, T)
         got = _call(fn, weights.clone())
-        if isinstance(got, torch.Tensor) and got.dim() == 0:
+        if isinstance(got, torch.Tensor) and tuple(got.shape) == (H,):
             raise _Wrong(
-                "you returned one number; the exercise wants one per head",
-                "average over the batch and the positions only: .mean(dim=(0, -1))",
+                "you returned one number per head; the exercise wants one per query",
+                "keep the batch and the query axes: sum over the keys only, dim=-1",
             )
-        got = _tensor(got, f"the share for weights of shape {(B, H, T, T)}", (H,))
-        rows = range(1, T)
-        want = torch.stack([weights[:, :, i, i - 1] for i in rows], -1).mean(dim=(0, 2))  # (H,)
+        got = _tensor(got, f"the distances for weights of shape {(B, H, T, T)}", (B, H, T))
         if _close(got, want, 1e-5):
             continue
-        for offset, why in ((0, "each query looking at itself"), (1, "key i + 1, the future")):
-            other = weights.diagonal(offset=offset, dim1=-2, dim2=-1).mean(dim=(0, 2))  # (H,)
-            if _close(got, other, 1e-5):
-                raise _Wrong(
-                    f"you read the diagonal with offset={offset}: that is {why}",
-                    "the previous token of query i is key i - 1: diagonal(offset=-1, "
-                    "dim1=-2, dim2=-1)",
-                )
+        if _close(got, -want, 1e-5) and T > 1:
+            raise _Wrong(
+                "your distances are negative: you computed j - i",
+                "a key in the past has j < i, so its distance is i - j >= 0",
+            )
+        nearest = (weights.argmax(dim=-1) - i).abs().float()  # (B, H, T): the top key only
+        if _close(got, nearest, 1e-5):
+            raise _Wrong(
+                "you measured the distance to the key with the largest weight only",
+                "weigh every key: (weights * distance).sum(dim=-1)",
+            )
+        if _close(got, (weights * distance.T).sum(dim=-1), 1e-5) and T > 1:
+            raise _Wrong(
+                "the distance matrix is transposed: entry [i, j] must be i - j",
+                "distance = i[:, None] - i[None, :] with i = torch.arange(T)",
+            )
         raise _Wrong(
-            f"with weights of shape {(B, H, T, T)} your shares differ by up to "
+            f"with weights of shape {(B, H, T, T)} your distances differ by up to "
             f"{(got - want).abs().max().item():.3f}",
-            "take weights.diagonal(offset=-1, dim1=-2, dim2=-1), (B, H, T - 1), then average "
-            "over the batch and the positions",
+            "distance[i, j] = i - j; then (weights * distance).sum(dim=-1)",
         )
-    return "one number per head: the mean weight on the previous token"
+    return "for every query of every head: the mean distance back to the keys it reads"
 
 
-# --- new: a batch of the repeat task ---------------------------------------------------------
+# --- exercise 8.2: a batch of the repeat task -----------------------------------------------
 
 
 def _reference_repeat_batch(first: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor]:
