@@ -431,6 +431,9 @@ ALL_DIAGRAMS = {
     "head_rows": lambda: diagrams.head_rows(32, 4, fused=True),
     "training_setup": lambda: diagrams.training_setup(16, 8, 32, 4),
     "tiled_softmax": lambda: diagrams.tiled_softmax(16, 4),
+    "tiled_softmax step": lambda: diagrams.tiled_softmax(10, 4, step=1),
+    "qkv_flow unscaled": lambda: diagrams.qkv_flow(6, 32, 8, scaled=False),
+    "roadmap": lambda: diagrams.roadmap(highlight=4),
 }
 
 
@@ -544,3 +547,59 @@ def test_every_public_name_of_the_old_module_is_still_importable_with_its_signat
         assert getattr(package, name) == value
     assert set(package.__all__) >= set(OLD_PUBLIC_API) | set(OLD_CONSTANTS)
     assert hasattr(package.head_split_png, "cache_info")  # still the cached PNG
+
+
+# -- the roadmap -------------------------------------------------------------------------
+
+
+def edge(patch) -> str:
+    return to_hex(patch.get_edgecolor())
+
+
+@pytest.mark.parametrize("n", range(1, 10))
+def test_the_roadmap_highlights_the_parts_of_the_notebook_asked_for(n):
+    from attention_lab.diagrams.roadmap import HIGHLIGHT, PARTS
+
+    fig = diagrams.roadmap(highlight=n)
+    (ax,) = fig.axes
+    lit = {p.get_gid() for p in ax.patches if edge(p) == HIGHLIGHT.lower()}
+    tags = {g for g in lit if g.startswith("notebook")}
+    assert tags == {f"notebook {n:02d}"}  # its own tag(s), no other notebook's
+    assert lit - tags == set(PARTS[n])  # exactly the parts it builds
+    assert f"you are here: {n:02d}" in fig.get_suptitle()
+    plain = diagrams.roadmap()
+    assert not any(edge(p) == HIGHLIGHT.lower() for p in plain.axes[0].patches)
+
+
+def test_the_roadmap_places_every_notebook_and_marks_what_the_tiny_model_leaves_out():
+    fig = diagrams.roadmap()
+    (ax,) = fig.axes
+    gids = [p.get_gid() for p in ax.patches]
+    assert {f"notebook {n:02d}" for n in range(1, 10)} <= set(gids)
+    by_gid = {p.get_gid(): p for p in ax.patches}
+    for left_out in ("ln1", "ln2", "mlp", "residual 1", "residual 2", "ln_f"):
+        assert by_gid[left_out].get_linestyle() == "--", left_out  # dashed: not in TinyLM
+    for built in ("embedding", "attention", "linear", "softmax"):
+        assert by_gid[built].get_linestyle() == "-", built
+    # the chapter's layer is filled; the left-out parts are not grey and not striped
+    assert to_hex(by_gid["attention"].get_facecolor()) != "#ffffff"
+    for patch in ax.patches:
+        assert to_hex(patch.get_facecolor()) != BLOCKED_COLOR.lower() and not patch.get_hatch()
+    # top to bottom: embedding, attention, MLP, linear, softmax
+    ys = [by_gid[g].get_y() for g in ("embedding", "attention", "mlp", "linear", "softmax")]
+    assert ys == sorted(ys, reverse=True)
+    shown = texts(fig)
+    for words in ("multi-head causal self-attention", "LayerNorm", "MLP", "softmax", "linear"):
+        assert words in shown
+    assert "left out of the tiny model" in shown
+
+
+def test_the_roadmap_fits_a_laptop_and_refuses_a_notebook_it_does_not_know():
+    fig = diagrams.roadmap(highlight=6)
+    w, h = fig.get_size_inches() * fig.dpi
+    assert w <= 1280 and h <= 800
+    assert texts_outside_their_box(fig) == []
+    with pytest.raises(ValueError, match="pass 1..9"):
+        diagrams.roadmap(highlight=10)
+    with pytest.raises(ValueError, match="notebook number"):
+        diagrams.roadmap(highlight="04")

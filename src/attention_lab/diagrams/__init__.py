@@ -9,19 +9,23 @@ existing axes instead. One module per lesson, each read in one sitting:
 ====================================  ====================================  ==========  ===========
 function                              what it shows                         notebook    module
 ====================================  ====================================  ==========  ===========
+``roadmap(highlight=n)``              a GPT block as a stack, each          01-09       ``roadmap``
+                                      notebook at the part it builds
 ``weighted_average``                  tokens -> context vector, arrow       01          ``flow``
                                       width ~ weight
 ``qkv_flow``                          x -> W_q, W_k, W_v -> scores ->       02, 03      ``flow``
                                       softmax -> weights @ V, with shapes
+                                      (``scaled=False``: Q Kᵀ, for 02)
 ``causal_mask_grid``                  the T x T causal mask, blocked cells  04          ``masks``
 ``mask_before_vs_after``              mask before softmax vs zero after,    04          ``masks``
                                       with row sums
-``dropout_row``                       dropped entries and the 1/(1-p)       05          ``masks``
-                                      rescale
-``head_split`` / ``draw_head_split``  (B, T, D) -> (B, T, H, d_head) ->     06,         ``heads``
-/ ``head_split_png`` (cached PNG)     (B, H, T, d_head) -> merged           explorer
-``head_rows``                         the rows of W_q / qkv.weight each     06, 07      ``heads``
-                                      head owns
+``dropout_row``                       dropped entries (white, orange ×,     05          ``masks``
+                                      not blocked) and the 1/(1-p) rescale
+``head_split`` / ``draw_head_split``  (B, T, D) -> view: each token an      06,         ``heads``
+/ ``head_split_png`` (cached PNG)     (H, d_head) matrix -> transpose: one  explorer
+                                      (T, d_head) block per head -> merged
+``head_rows``                         the rows of W_q.weight / qkv.weight   06, 07      ``heads``
+                                      each head owns, drawn to scale
 ``training_setup``                    tokens -> embeddings -> attention ->  08          ``training``
                                       LM head -> next token
 ``tiled_softmax``                     the online softmax worked with        bonus       ``training``
@@ -37,6 +41,7 @@ from ._draw import ARROW, EDGE, MAX_D, MAX_HEADS, NEUTRAL
 from .flow import qkv_flow, weighted_average
 from .heads import draw_head_split, head_rows, head_split, head_split_png
 from .masks import causal_mask_grid, dropout_row, mask_before_vs_after
+from .roadmap import roadmap
 from .training import online_softmax_steps, tiled_softmax, training_setup
 
 __all__ = [
@@ -54,6 +59,7 @@ __all__ = [
     "mask_before_vs_after",
     "online_softmax_steps",
     "qkv_flow",
+    "roadmap",
     "tiled_softmax",
     "training_setup",
     "weighted_average",

@@ -1,0 +1,326 @@
+"""The chapter's roadmap: a GPT block as a stack, with each notebook at the part it builds.
+
+``roadmap(highlight=None)`` draws token + position embedding -> [LayerNorm -> multi-head
+causal self-attention -> + residual] -> [LayerNorm -> MLP -> + residual] -> more blocks ->
+LayerNorm -> linear -> softmax. The attention sublayer (the chapter's layer) is filled
+and framed; the parts the tiny model of notebooks 01-08 leaves out (layer norms, MLP,
+residual connections, which notebook 09's ``CharLM`` adds) are drawn dashed and say so.
+Beside the stack, the inside of the attention sublayer step by step: notebooks 01-07.
+"""
+
+from __future__ import annotations
+
+from matplotlib.patches import Circle, FancyBboxPatch, Rectangle
+
+from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
+from ..plotting import LabFigure
+from ._draw import ARROW, EDGE, _arrow, _label, _suptitle, _text
+
+CHAPTER_FILL = "#CFE3F1"  # the chapter's layer: the attention sublayer
+HIGHLIGHT = "#EE3377"  # the notebook asked for (``highlight=``): no head, weight or mask
+LEFT_OUT = "#777777"  # outline and text of the parts TinyLM leaves out (dashed, not grey)
+
+NOTEBOOKS = {
+    1: "weighted average",
+    2: "queries, keys, values",
+    3: "scaling by 1/√d_head",
+    4: "causal mask",
+    5: "one causal head",
+    6: "multi-head",
+    7: "fused QKV",
+    8: "training a tiny model",
+    9: "real text: MLP, residuals, layer norm",
+}
+# which drawn parts each notebook builds (their gids)
+PARTS = {
+    1: ("step 1",),
+    2: ("step 2",),
+    3: ("step 3",),
+    4: ("step 4",),
+    5: ("step 5",),
+    6: ("step 6",),
+    7: ("step 7",),
+    8: ("embedding", "attention", "linear", "softmax"),
+    9: ("ln1", "residual 1", "ln2", "mlp", "residual 2", "ln_f"),
+}
+STEPS = (  # inside the attention sublayer, in the order the chapter builds it
+    (1, "a weighted average of the tokens"),
+    (2, "queries, keys, values: scores Q Kᵀ"),
+    (3, "scale the scores by 1/√d_head"),
+    (4, "causal mask: no look at the future"),
+    (5, "one causal head (+ dropout)"),
+    (6, "multi-head: split, attend, merge"),
+    (7, "one fused QKV projection"),
+)
+
+
+def _badge(ax, x, y, n, highlight):
+    """A small rounded tag "0n" with its left edge at x, centred on y."""
+    on = n == highlight
+    tag = FancyBboxPatch(
+        (x, y - 0.16),
+        0.42,
+        0.32,
+        boxstyle="round,pad=0.0,rounding_size=0.08",
+        facecolor=HIGHLIGHT if on else "white",
+        edgecolor=HIGHLIGHT if on else EDGE,
+        lw=2.0 if on else 1.0,
+        gid=f"notebook {n:02d}",
+        clip_on=False,
+        zorder=6,
+    )
+    ax.add_artist(tag)
+    _label(
+        ax,
+        x + 0.21,
+        y,
+        f"{n:02d}",
+        size=TICK_SIZE,
+        weight="bold",
+        color="white" if on else TEXT_COLOR,
+        zorder=7,
+    )
+
+
+def roadmap(highlight: int | None = None) -> LabFigure:
+    """The chapter on one page: a GPT block drawn as a stack, each notebook 01-09 placed at
+    the part it builds, the attention sublayer (the chapter's layer) filled in blue, the
+    parts the tiny model of 01-08 leaves out (layer norm, MLP, residuals: notebook 09)
+    dashed. ``highlight=n`` (1..9) rings notebook n's tag and parts in magenta and says
+    "you are here". Patches carry gids: ``"attention"``, ``"mlp"``, ``"step 4"``, ...,
+    and the tags ``"notebook 04"``; highlighted parts have ``HIGHLIGHT`` as edge colour.
+
+    Example, at the top of notebook 04: ``roadmap(highlight=4)``
+    """
+    if highlight is not None:
+        if isinstance(highlight, bool) or not isinstance(highlight, int):
+            raise ValueError(f"highlight={highlight!r} must be a notebook number 1..9 or None")
+        if highlight not in NOTEBOOKS:
+            raise ValueError(f"highlight={highlight} is not a notebook of the chapter; pass 1..9")
+    lit = set(PARTS.get(highlight, ()))
+    width, height = 11.0, 7.2
+    fig = LabFigure(figsize=(width, height), dpi=DPI)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+    def part(gid, x, y, w, h, text, left_out=False, fill="white", size=TICK_SIZE):
+        on = gid in lit
+        rect = Rectangle(
+            (x, y),
+            w,
+            h,
+            facecolor=fill,
+            edgecolor=HIGHLIGHT if on else (LEFT_OUT if left_out else EDGE),
+            lw=3.0 if on else (1.3 if left_out else 1.2),
+            ls="--" if left_out else "-",
+            gid=gid,
+            clip_on=False,
+            zorder=3,
+        )
+        ax.add_artist(rect)
+        _label(
+            ax,
+            x + w / 2,
+            y + h / 2,
+            text,
+            size=size,
+            color=LEFT_OUT if left_out else TEXT_COLOR,
+            style="italic" if left_out else "normal",
+            zorder=4,
+        )
+        return rect
+
+    def plus(gid, x, y, left_out=True):
+        on = gid in lit
+        ax.add_artist(
+            Circle(
+                (x, y),
+                0.17,
+                facecolor="white",
+                edgecolor=HIGHLIGHT if on else LEFT_OUT,
+                lw=3.0 if on else 1.3,
+                ls="--" if left_out else "-",
+                gid=gid,
+                clip_on=False,
+                zorder=3,
+            )
+        )
+        _label(ax, x, y, "+", size=TITLE_SIZE, color=LEFT_OUT, weight="bold", zorder=4)
+
+    # -- the stack, top (input) to bottom (output) ---------------------------------------
+    sx, sw, bh = 0.9, 3.6, 0.42  # left edge, width, box height
+    cx = sx + sw / 2
+    tag_x = sx + sw + 0.12
+    _label(ax, cx, 6.62, "token ids (B, T)", size=TICK_SIZE)
+    _arrow(ax, (cx, 6.48), (cx, 6.27), lw=1.2)
+    part("embedding", sx, 5.85, sw, bh, "token embedding + position embedding")
+    _badge(ax, tag_x, 5.85 + bh / 2, 8, highlight)
+    # one block: a frame around its two sublayers
+    block = Rectangle(
+        (sx - 0.45, 1.98),
+        sw + 0.9,
+        3.62,
+        facecolor="none",
+        edgecolor=EDGE,
+        lw=1.0,
+        gid="block",
+        clip_on=False,
+        zorder=1,
+    )
+    ax.add_artist(block)
+    _label(ax, sx - 0.3, 3.79, "one block  (× n_layers)", size=TICK_SIZE, rotation=90)
+    _arrow(ax, (cx, 5.83), (cx, 5.47), lw=1.2)
+    part("ln1", sx + 0.5, 5.05, sw - 1.0, 0.38, "LayerNorm", left_out=True)
+    _arrow(ax, (cx, 5.03), (cx, 4.9), lw=1.2)
+    attention = part(
+        "attention",
+        sx,
+        4.25,
+        sw,
+        0.63,
+        "multi-head causal self-attention",
+        fill=CHAPTER_FILL,
+        size=LABEL_SIZE,
+    )
+    attention.set_linewidth(3.0 if "attention" in lit else 2.2)
+    _label(ax, cx, 4.39, "this chapter's layer", size=TICK_SIZE, style="italic", zorder=4)
+    _arrow(ax, (cx, 4.23), (cx, 4.0), lw=1.2)
+    plus("residual 1", cx, 3.82)
+    # the residual path: from above the LayerNorm, round the right side, into the +
+    ax.plot(
+        [cx, sx + sw + 0.05, sx + sw + 0.05, cx + 0.17],
+        [5.6, 5.6, 3.82, 3.82],
+        color=HIGHLIGHT if "residual 1" in lit else LEFT_OUT,
+        lw=2.4 if "residual 1" in lit else 1.2,
+        ls="--",
+        zorder=2,
+        gid="residual path 1",
+    )
+    _arrow(ax, (cx, 3.64), (cx, 3.43), lw=1.2)
+    part("ln2", sx + 0.5, 3.03, sw - 1.0, 0.38, "LayerNorm", left_out=True)
+    _arrow(ax, (cx, 3.01), (cx, 2.86), lw=1.2)
+    part("mlp", sx + 0.5, 2.45, sw - 1.0, 0.4, "MLP: Linear → GELU → Linear", left_out=True)
+    for y in (5.05 + 0.19, 3.03 + 0.19, 2.45 + 0.2, 1.12 + 0.18):  # 09 adds these parts
+        _badge(ax, sx + sw - 0.45, y, 9, highlight)
+    plus("residual 2", cx, 2.2)
+    ax.plot(
+        [cx, sx + sw + 0.05, sx + sw + 0.05, cx + 0.17],
+        [3.58, 3.58, 2.2, 2.2],
+        color=HIGHLIGHT if "residual 2" in lit else LEFT_OUT,
+        lw=2.4 if "residual 2" in lit else 1.2,
+        ls="--",
+        zorder=2,
+        gid="residual path 2",
+    )
+    _arrow(ax, (cx, 2.43), (cx, 2.37), lw=1.0)
+    _arrow(ax, (cx, 2.03), (cx, 1.86), lw=1.2)
+    _label(ax, cx, 1.72, "⋮  more blocks", size=TICK_SIZE)
+    _arrow(ax, (cx, 1.6), (cx, 1.5), lw=1.2)
+    part("ln_f", sx + 0.5, 1.12, sw - 1.0, 0.36, "LayerNorm (final)", left_out=True)
+    _arrow(ax, (cx, 1.1), (cx, 0.95), lw=1.2)
+    part("linear", sx, 0.55, sw, 0.38, "linear: d_model → vocab (LM head)")
+    _badge(ax, tag_x, 0.74, 8, highlight)
+    _arrow(ax, (cx, 0.53), (cx, 0.4), lw=1.2)
+    part("softmax", sx, 0.02, sw, 0.36, "softmax → next-token probabilities")
+    _badge(ax, tag_x, 0.2, 8, highlight)
+    # the badges of the attention sublayer: 01-07, each on its step in the zoom on the right
+
+    # -- inside the attention sublayer: notebooks 01-07 ----------------------------------
+    ix, iw = 6.55, 3.9  # the zoom's left edge and width
+    top, row = 6.05, 0.56
+    frame = Rectangle(
+        (ix - 0.7, top - len(STEPS) * row - 0.12),
+        iw + 0.85,
+        len(STEPS) * row + 0.62,
+        facecolor="none",
+        edgecolor=EDGE,
+        lw=1.0,
+        gid="zoom",
+        clip_on=False,
+        zorder=1,
+    )
+    ax.add_artist(frame)
+    _label(
+        ax,
+        ix - 0.7 + (iw + 0.85) / 2,
+        top + 0.3,
+        "inside the attention layer, step by step",
+        size=LABEL_SIZE,
+        weight="bold",
+    )
+    for k, (n, text) in enumerate(STEPS):
+        y = top - (k + 1) * row + 0.08
+        part(f"step {n}", ix, y, iw, row - 0.16, text, fill=CHAPTER_FILL)
+        _badge(ax, ix - 0.58, y + (row - 0.16) / 2, n, highlight)
+        if k:
+            _arrow(ax, (ix + iw / 2, y + row - 0.08), (ix + iw / 2, y + row - 0.16), lw=1.0)
+    # zoom lines from the attention box to the inset
+    for y_from, y_to in ((4.88, frame.get_y() + frame.get_height()), (4.25, frame.get_y())):
+        ax.plot(
+            [sx + sw + 0.1, frame.get_x()],
+            [y_from, y_to],
+            color=ARROW,
+            lw=0.8,
+            ls=":",
+            zorder=1,
+            gid="zoom line",
+        )
+
+    # -- the key and the notebooks outside the attention layer ---------------------------
+    ky = 1.62
+    _text(
+        ax,
+        ix - 0.7,
+        ky,
+        "08  trains the tiny model (TinyLM): embeddings, one attention layer,\n"
+        "      linear, softmax -- no layer norm, no MLP, no residual\n"
+        "09  real text (CharLM): adds layer norm, the MLP and the residuals",
+        fontsize=TICK_SIZE,
+        va="top",
+        ha="left",
+        color=TEXT_COLOR,
+        linespacing=1.45,
+    )
+    ax.add_artist(
+        Rectangle(
+            (ix - 0.7, 0.45),
+            0.32,
+            0.22,
+            facecolor="white",
+            edgecolor=LEFT_OUT,
+            ls="--",
+            lw=1.3,
+            gid="key left out",
+        )
+    )
+    _label(
+        ax,
+        ix - 0.28,
+        0.56,
+        "dashed: left out of the tiny model (01-08), added in 09",
+        size=TICK_SIZE,
+        ha="left",
+    )
+    ax.add_artist(
+        Rectangle(
+            (ix - 0.7, 0.12),
+            0.32,
+            0.22,
+            facecolor=CHAPTER_FILL,
+            edgecolor=EDGE,
+            lw=1.2,
+            gid="key chapter",
+        )
+    )
+    _label(ax, ix - 0.28, 0.23, "blue: the layer this chapter builds", size=TICK_SIZE, ha="left")
+    title = "Where the chapter's notebooks sit in a GPT-style model"
+    if highlight is not None:
+        title += f" -- you are here: {highlight:02d} {NOTEBOOKS[highlight]}"
+    _suptitle(fig, title, 0.1)
+    if highlight is not None:
+        fig._suptitle.set_color(HIGHLIGHT)
+    fig.set_gid(f"roadmap {highlight}")
+    return fig
