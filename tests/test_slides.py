@@ -271,46 +271,15 @@ def test_the_deck_build_refuses_a_notebook_without_metadata(tmp_path):
 
 
 # ---------------------------------------------------------------- teacher's guide
+# The timing table is tools/teaching_guide.py (tests/test_teaching_guide.py); the lead's
+# `tools/slides.py guide-table` runs it.
 
 
-def test_the_guide_table_in_teaching_readme_is_current():
-    table = slides.guide_table(slides.chapter_notebooks(with_explorer=True))
-    readme = (ROOT / "teaching" / "README.md").read_text(encoding="utf-8")
-    assert table in readme, (
-        "teaching/README.md's timing table is stale: "
-        "run `python tools/slides.py guide-table --write`"
-    )
-
-
-def test_guide_table_write_replaces_only_the_marked_block(tmp_path):
-    guide = tmp_path / "README.md"
-    guide.write_text(f"intro\n{slides.TABLE_START}\nold table\n{slides.TABLE_END}\noutro\n")
-    slides.write_guide_table("| new |\n", guide)
-    assert guide.read_text() == (
-        f"intro\n{slides.TABLE_START}\n\n| new |\n\n{slides.TABLE_END}\noutro\n"
-    )
-
-
-def test_exercise_headings_map_to_notebooks():
-    assert slides.exercise_notebook("4.2 · A sliding-window mask") == "04"
-    assert slides.exercise_notebook("12.1 · Anything") == "12"
-    assert slides.exercise_notebook("9 · Count the parameters at GPT-2 size") == "07"
-    assert slides.exercise_notebook("11 · Something new") is None
-
-
-def test_the_timing_rule_adds_up():
-    t = slides.Timing("x", slides=2, subslides=3, fragments=4, notes=2, exercises=1)
-    assert (
-        t.present
-        == 5 * slides.MIN_PER_SLIDE + 4 * slides.MIN_PER_FRAGMENT + 2 * slides.MIN_PER_NOTES_CELL
-    )
-    assert t.hands_on == slides.MIN_HANDS_ON_BASE + slides.MIN_PER_EXERCISE
-
-
-def test_every_exercise_belongs_to_a_notebook():
-    titles = slides.exercise_titles()
-    assert titles, "notebooks/exercises.ipynb has no '### Exercise N.M · title' headings"
-    assert [t for t in titles if slides.exercise_notebook(t) is None] == []
+def test_slides_guide_table_prints_the_teaching_guides_table(capsys):
+    teaching_guide = _load("teaching_guide")
+    assert slides.main(["guide-table"]) == 0
+    table = teaching_guide.guide_table(slides.chapter_notebooks(with_explorer=True))
+    assert capsys.readouterr().out == table
 
 
 # ---------------------------------------------------------------- summary sheet
