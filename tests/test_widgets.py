@@ -1,7 +1,8 @@
 """The interactive explorer, driven headlessly: set a control's ``.value``, check the state.
 
-Also pins HeadGrid's fast redraw (plotting.py): the pixels it paints in place are the
-pixels a full matplotlib draw gives.
+What it computes without the page (settings, the sequence box, models, weights, read-outs'
+text) is tested without ipywidgets in test_explorer_model.py. Also pins HeadGrid's fast
+redraw (plotting.py): the pixels it paints in place are the pixels a full matplotlib draw gives.
 """
 
 from __future__ import annotations
@@ -19,28 +20,24 @@ from PIL import Image
 
 from attention_lab import tasks
 from attention_lab.diagrams import head_split
-from attention_lab.masks import build_mask
-from attention_lab.plotting import HeadGrid, plot_heads
-from attention_lab.widgets import (
+from attention_lab.explorer_model import (
     ALL_HEADS,
     CONTEXT_LENGTH,
-    CSS_DPI,
     D_MODEL_CHOICES,
-    DIAGRAM_CSS_DPI,
     HEAD_CHOICES,
     MASK_CHOICES,
-    PIXEL_RATIO,
-    RENDER_DPI,
     TASK_CHOICES,
     VOCAB_SIZE,
-    AttentionExplorer,
     d_model_choices,
     example_sequence,
     parse_sequence,
-    png_bytes,
     position_labels,
     untrained_model,
 )
+from attention_lab.explorer_picture import CSS_DPI, DIAGRAM_CSS_DPI, PIXEL_RATIO, RENDER_DPI
+from attention_lab.masks import build_mask
+from attention_lab.plotting import HeadGrid, plot_heads, png_bytes
+from attention_lab.widgets import AttentionExplorer
 
 
 @pytest.fixture(scope="module")
@@ -137,10 +134,6 @@ def explorer_T(ex: AttentionExplorer) -> int:
     return ex.weights.shape[-1]
 
 
-def test_parse_sequence_accepts_spaces_and_commas():
-    assert parse_sequence(" 5, 12 7\t7 ") == [5, 12, 7, 7]
-
-
 def test_the_token_labels_follow_the_sequence():
     ex = AttentionExplorer(sequence="9 8 7")
     first = ex.figure.axes[0]
@@ -166,21 +159,7 @@ def test_the_task_toggle_offers_exactly_the_tasks_whose_ids_fit_the_vocabulary()
         AttentionExplorer(task="reverse")
 
 
-@pytest.mark.parametrize("task", TASK_CHOICES)
-def test_an_example_is_written_in_the_tasks_tokens_and_reads_back_as_its_ids(task):
-    x, _ = tasks.make_batch(
-        task, 1, CONTEXT_LENGTH, VOCAB_SIZE, generator=torch.Generator().manual_seed(7)
-    )
-    text = example_sequence(task)
-    assert text.split() == tasks.token_labels(task, x[0])
-    assert parse_sequence(text, task=task) == x[0].tolist()
-    assert parse_sequence(" ".join(map(str, x[0].tolist())), task=task) == x[0].tolist()  # ids
-
-
-def test_lookup_and_repeat_tokens_can_be_typed_and_ids_still_work():
-    assert parse_sequence("a=0 F=5 c? 3", task="lookup") == [12, 47, 8, 3]
-    assert parse_sequence("5 sep 5", task="repeat") == [5, tasks.SEP, 5]
-    assert parse_sequence("5, 12 7") == [5, 12, 7]
+def test_ids_typed_for_lookup_are_shown_as_its_tokens_too():
     ex = AttentionExplorer(task="lookup", sequence="12 30 7")  # ids: shown as tokens too
     assert ex.message.value == ""
     assert "reads as <code>a=0 d=0 b?</code>" in ex.status.value
@@ -507,12 +486,12 @@ def test_png_bytes_is_lossless_and_a_png_any_viewer_reads():
 
 def test_prebuild_draws_every_panel_count_so_no_first_visit_builds_a_grid():
     ex = AttentionExplorer(n_heads=4, d_model=32, prebuild=True)
-    grids = dict(ex._grids)
+    grids = dict(ex._picture.grids)
     assert sorted(n for n, _ in grids) == sorted(HEAD_CHOICES)
     for n_heads in (8, 2, 1, 4):
         ex.n_heads.value = n_heads
         assert_drawn(ex)
-    assert ex._grids == grids  # every panel count reused its pre-built grid
+    assert ex._picture.grids == grids  # every panel count reused its pre-built grid
 
 
 def test_the_head_split_diagram_follows_the_sliders():

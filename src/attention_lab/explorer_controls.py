@@ -1,0 +1,155 @@
+"""The explorer's controls and read-outs, and how the page arranges them (ipywidgets).
+
+``widgets.AttentionExplorer`` takes its widgets from here and only wires them together. Every
+widget carries a CSS class ``attention-lab-<name>`` (the browser tests find them by it).
+A picture is scaled down as a whole when the page is narrower (``width: 100%; height: auto``:
+the panels stay square), and the read-outs move below the figure when there is no room.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from .explorer_model import (
+    ALL_HEADS,
+    CONTEXT_LENGTH,
+    HEAD_CHOICES,
+    MASK_CHOICES,
+    TASK_CHOICES,
+    TASK_TOOLTIPS,
+    d_model_choices,
+    example_sequence,
+    placeholder,
+)
+from .explorer_picture import css_width
+
+# attribute name -> CSS class name (attention-lab-<name>)
+CSS_NAMES = {
+    "n_heads": "n-heads",
+    "d_model": "d-model",
+    "sequence": "sequence",
+    "trained": "trained",
+    "task": "task",
+    "mask": "mask",
+    "window": "window",
+    "head": "head",
+    "status": "status",
+    "message": "message",
+    "progress": "progress",
+    "metrics": "metrics",
+    "image": "heatmap",
+    "diagram": "diagram",
+}
+
+
+def head_options(n_heads: int) -> list[tuple[str, int]]:
+    """The ``head`` dropdown's choices: every head, or one of them."""
+    return [("all heads", ALL_HEADS)] + [(f"head {h}", h) for h in range(n_heads)]
+
+
+def make_widgets(
+    n_heads: int, d_model: int, sequence: str | None, trained: bool, task: str, mask: str,
+    window: int, head: int,
+) -> dict[str, widgets.Widget]:  # fmt: skip
+    """The controls, set to these values, and the empty read-outs, by attribute name."""
+    label = {"description_width": "64px"}
+    slider = {"continuous_update": False, "style": label}
+    made = {
+        "n_heads": widgets.SelectionSlider(
+            options=HEAD_CHOICES, value=n_heads, description="n_heads", **slider
+        ),
+        "d_model": widgets.SelectionSlider(
+            options=d_model_choices(n_heads), value=d_model, description="d_model", **slider
+        ),
+        "sequence": widgets.Text(
+            value=sequence if sequence is not None else example_sequence(task),
+            description="sequence",
+            placeholder=placeholder(task),
+            continuous_update=False,
+            layout=widgets.Layout(width="520px", max_width="100%"),
+            style=label,
+        ),
+        "trained": widgets.ToggleButtons(
+            options=[("untrained", False), ("trained", True)], value=trained
+        ),
+        "task": widgets.ToggleButtons(
+            options=TASK_CHOICES, value=task, tooltips=[TASK_TOOLTIPS[t] for t in TASK_CHOICES]
+        ),
+        "mask": widgets.ToggleButtons(options=MASK_CHOICES, value=mask),
+        "window": widgets.IntSlider(
+            value=window, min=1, max=CONTEXT_LENGTH, description="window", **slider
+        ),
+        "head": widgets.Dropdown(
+            options=head_options(n_heads),
+            value=head,
+            description="show",
+            layout=widgets.Layout(width="170px"),
+            style={"description_width": "40px"},
+        ),
+        "status": widgets.HTML(),
+        "message": widgets.HTML(),
+        "progress": widgets.Output(layout=widgets.Layout(display="none")),
+        "metrics": widgets.HTML(
+            layout=widgets.Layout(flex="1 1 220px", min_width="200px", max_width="320px")
+        ),
+        "image": widgets.Image(format="png", layout=widgets.Layout(**_image_layout(800))),
+        "diagram": widgets.Image(format="png", layout=widgets.Layout(**_image_layout(840))),
+    }
+    for name in ("trained", "task", "mask"):
+        made[name].style.button_width = "80px"
+    for name, widget in made.items():
+        widget.add_class(f"attention-lab-{CSS_NAMES[name]}")
+    return made
+
+
+def arrange(ex) -> list[widgets.Widget]:
+    """The rows of the page for the widgets of ``ex``: the controls (wrapping when narrow),
+    status, message, progress bar, then the picture with the read-outs beside it."""
+
+    def wrap():
+        return widgets.Layout(flex_flow="row wrap", align_items="center", margin="0 16px 0 0")
+
+    controls = widgets.HBox(
+        [
+            widgets.HBox([ex.n_heads, ex.d_model, ex.head], layout=wrap()),
+            widgets.HBox(
+                [_labelled("model", ex.trained), _labelled("task", ex.task)], layout=wrap()
+            ),
+            widgets.HBox([_labelled("mask", ex.mask), ex.window], layout=wrap()),
+            ex.sequence,
+        ],
+        layout=widgets.Layout(flex_flow="row wrap", align_items="center"),
+    )
+    picture = widgets.HBox(
+        [ex.image, ex.metrics, ex.diagram],
+        layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start", width="100%"),
+    )
+    return [controls, ex.status, ex.message, ex.progress, picture]
+
+
+def show_png(image: widgets.Image, png: bytes, css_dpi: float) -> None:
+    """Put ``png`` into ``image``, at most as wide as the figure is at ``css_dpi``."""
+    width = css_width(png, css_dpi)
+    if image.layout.width != width:
+        image.layout.width = width
+    image.value = png
+    image.layout.display = None
+
+
+def _image_layout(css_width: int) -> dict:
+    """CSS for a picture that is ``css_width`` px wide at most, scaled down as a whole."""
+    return {
+        "width": f"{css_width}px",
+        "max_width": "100%",
+        "height": "auto",
+        "flex": "0 1 auto",
+        "align_self": "flex-start",
+        "margin": "0 24px 12px 0",
+    }
+
+
+def _labelled(text: str, control: widgets.Widget) -> widgets.HBox:
+    """``control`` with a label in front, in line with the sliders' descriptions. (Toggle
+    buttons' own description goes above the buttons when the row is narrow.)"""
+    label = widgets.Label(text, layout=widgets.Layout(width="64px", flex="0 0 auto"))
+    return widgets.HBox([label, control], layout=widgets.Layout(align_items="center"))
