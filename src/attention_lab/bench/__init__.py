@@ -16,6 +16,7 @@ One module per role:
 * ``checks``: the gates (reference output, causality) every block passes before timing
 * ``timing``: ``measure_shape`` -> one ``Row`` per implementation
 * ``report``: the table, the goals, ``bench.csv``, ``bench.png``, the explorer's times
+* ``explorer``: ``benchmark_explorer``, the explorer's redraw and retrain times (ipywidgets)
 * ``cli``: ``run(argv)``, the command line
 """
 

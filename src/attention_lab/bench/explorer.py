@@ -1,6 +1,7 @@
 """How fast the explorer answers (``make bench``; never used in tests): ``benchmark_explorer``.
 
-Kept apart from widgets.py so the explorer module holds only what a reader runs.
+Kept apart from widgets.py so the explorer module holds only what a reader runs; ``report``
+imports it only when the full run reaches the explorer (ipywidgets loads then).
 """
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from .widgets import AttentionExplorer, example_sequence, train_setting
+from ..explorer_model import example_sequence, train_setting
+from ..widgets import AttentionExplorer
 
 
 def benchmark_explorer(repeats: int = 20) -> dict[str, float]:

@@ -120,7 +120,7 @@ def plot_ratios(tables: list[list[Row]], path: Path) -> None:
 
 def explorer_times(log=print) -> None:
     """Redraw and retrain times of the interactive explorer (``benchmark_explorer``)."""
-    from ..explorer_bench import benchmark_explorer  # lazy: ipywidgets loads only here
+    from .explorer import benchmark_explorer  # lazy: ipywidgets loads only here
 
     result = benchmark_explorer()
     log(
