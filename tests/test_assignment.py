@@ -171,8 +171,9 @@ def {name}(*args, **kwargs):
 class Wrong:
     """One known-wrong answer: the test cell it fails, and the checker's message for it."""
 
-    grade_id: str
-    answer_id: str
+    grade_id: str  # the test cell
+    answer_id: str  # the answer cell that defines the function
+    function: str  # the function the test's checker is given
     lesson: str
     message: str = ""
 
@@ -193,10 +194,27 @@ def _test_call(cell) -> ast.Call:
     return node.value
 
 
+def _used_elsewhere(source) -> set[str]:
+    """Names that an answer cell uses besides the one that defines them: perturbing one of
+    those would make more than one exercise wrong."""
+    used = set()
+    for cell in source.cells:
+        if not _meta(cell).get("solution"):
+            continue
+        try:
+            tree = ast.parse(_answer(cell.source))
+        except SyntaxError:
+            continue
+        own = set(make_assignment.defined_names(cell.source))
+        used |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - own
+    return used
+
+
 def wrong_answers(source) -> list[Wrong]:
-    """The first graded exercise of each lesson, with the answer cell that defines the
-    function its checker is given."""
+    """The first graded exercise of each lesson whose checker is given a function that an
+    answer cell defines and no other cell uses, with that answer cell."""
     wrong, seen, answers = [], set(), {}
+    used = _used_elsewhere(source)
     for cell in source.cells:
         meta = _meta(cell)
         if meta.get("solution"):
@@ -204,45 +222,58 @@ def wrong_answers(source) -> list[Wrong]:
                 answers[name] = meta["grade_id"]  # the latest definition wins, as in a kernel
         elif meta.get("grade"):
             lesson = make_assignment.lesson_of(cell)
-            if lesson in seen:
+            args = _test_call(cell).args
+            fn = args[0].id if args and isinstance(args[0], ast.Name) else None
+            if lesson in seen or fn not in answers or fn in used:
                 continue
             seen.add(lesson)
-            fn = _test_call(cell).args[0].id
-            wrong.append(Wrong(meta["grade_id"], answers[fn], lesson))
+            wrong.append(Wrong(meta["grade_id"], answers[fn], fn, lesson))
     return wrong
 
 
 def checker_message(source, wrong: Wrong) -> str:
-    """What the checker says about the wrong answer, run here in-process: the lesson's
-    setup cells and answers (solutions), the wrong one perturbed, then the test's call with
-    record=False."""
-    namespace: dict = {}
-    test = None
+    """What the checker says about the wrong answer, run here in-process, independently of
+    nbgrader: the lesson's setup cells and answers (solutions, the wrong one perturbed), then
+    the test's checker call with record=False. Should the answer need a name that another
+    cell of the lesson defines, every earlier code cell of the lesson runs instead."""
+    cells = []
     for cell in source.cells:
-        meta = _meta(cell)
-        if make_assignment.lesson_of(cell) != wrong.lesson or cell.cell_type != "code":
-            continue
-        if meta.get("grade_id") == wrong.grade_id:
-            test = cell
-            break
-        if meta.get("solution") or make_assignment.imports_checkers(cell.source):
-            code = _answer(cell.source)
-            if meta.get("grade_id") == wrong.answer_id:
-                code += _perturbation(cell)
-            exec(compile(code, meta["grade_id"], "exec"), namespace)
-    call = _test_call(test)
+        if make_assignment.lesson_of(cell) == wrong.lesson and cell.cell_type == "code":
+            if _meta(cell).get("grade_id") == wrong.grade_id:
+                break
+            cells.append(cell)
+    else:
+        raise AssertionError(f"no test cell {wrong.grade_id}")
+    call = _test_call(cell)
     call.keywords.append(ast.keyword("record", ast.Constant(False)))
-    verdict = eval(
-        compile(ast.Expression(ast.fix_missing_locations(call)), "check", "eval"), namespace
-    )
+    check = compile(ast.Expression(ast.fix_missing_locations(call)), "check", "eval")
+
+    def run(every_cell: bool):
+        namespace: dict = {}
+        for earlier in cells:
+            meta = _meta(earlier)
+            if meta.get("grade"):
+                continue
+            if (
+                every_cell
+                or meta.get("solution")
+                or make_assignment.imports_checkers(earlier.source)
+            ):
+                code = _answer(earlier.source)
+                if meta.get("grade_id") == wrong.answer_id:
+                    code += PERTURB.format(name=wrong.function)
+                exec(compile(code, meta.get("grade_id", "cell"), "exec"), namespace)
+        return eval(check, namespace)
+
+    try:
+        verdict = run(every_cell=False)
+        retry = "NameError" in verdict.message  # the checker reports what the answer raised
+    except NameError:
+        retry = True
+    if retry:
+        verdict = run(every_cell=True)
     assert verdict.status != "passed", f"{wrong.grade_id}: the checker passes the perturbed answer"
     return verdict.message
-
-
-def _perturbation(answer_cell) -> str:
-    # the function the test's checker is given is the one the answer cell defines last
-    name = make_assignment.defined_names(answer_cell.source)[-1]
-    return PERTURB.format(name=name)
 
 
 def submission(release, source, wrong: list[Wrong] = ()) -> nbformat.NotebookNode:
@@ -257,7 +288,8 @@ def submission(release, source, wrong: list[Wrong] = ()) -> nbformat.NotebookNod
             answer = solutions[meta["grade_id"]]
             cell.source = _answer(answer.source)
             if meta["grade_id"] in perturbed:
-                cell.source += _perturbation(answer)
+                function = next(w.function for w in wrong if w.answer_id == meta["grade_id"])
+                cell.source += PERTURB.format(name=function)
     return nb
 
 

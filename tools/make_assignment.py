@@ -44,9 +44,10 @@ SCHEMA_VERSION = 3
 CHECKER = re.compile(r"^check_\w+$")
 DROPPED_TAGS = {"colab-badge", "colab-setup"}
 CHECKERS_MODULE = "attention_lab.exercises"
+NBGRADER_BEGIN = "BEGIN SOLUTION"  # nbgrader's ClearSolutions.begin_solution_delimeter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_exercises import BEGIN, SOLUTION_TAG, lesson_of, stub_markdown  # noqa: E402
+from make_exercises import SOLUTION_TAG, lesson_of, stub_markdown  # noqa: E402
 
 CONFIG = """\
 # Written by tools/make_assignment.py (`make assignment`); run nbgrader from this directory.
@@ -63,7 +64,7 @@ usual, and raises `AssertionError` when the verdict is not ✅ passed. An exerci
 points only when its check passes. Points: {points}."""
 
 TEST_CELL = """\
-# Autograded test of exercise {exercise} (lesson {lesson}, {points:g} point{s}): the checker
+# Autograded test of exercise {exercise} ({lesson}{points:g} point{s}): the checker
 # prints its verdict; the points are given only when it says "passed".
 _verdict = {call}
 assert _verdict.status == "passed", str(_verdict)"""
@@ -142,7 +143,8 @@ def imports_checkers(source: str) -> bool:
 
 
 def has_solution(source: str) -> bool:
-    return any(line.strip() == BEGIN for line in source.split("\n"))
+    """Whether nbgrader sees a solution region: any line that contains its delimiter."""
+    return any(NBGRADER_BEGIN in line for line in source.split("\n"))
 
 
 def _unique(grade_id: str, seen: set[str]) -> str:
@@ -158,17 +160,22 @@ def source_notebook(solutions, points: float = 1.0, points_for: dict[str, float]
     points_for = points_for or {}
     nb = copy.deepcopy(solutions)
     cells, seen = [], set()
-    lesson = None
     for index, cell in enumerate(nb.cells):
         tags = _tags(cell)
         if SOLUTION_TAG in tags or DROPPED_TAGS & set(tags):
             continue
-        lesson = lesson_of(cell) or lesson
-        where = f"lesson {lesson}" if lesson else "the introduction"
+        lesson = lesson_of(cell)
+        where = f"cell {index} ({f'lesson {lesson}' if lesson else 'no lesson tag'})"
+        part = lesson or "other"
         cell.metadata.pop("nbgrader", None)
         if cell.cell_type == "markdown":
             cell.source = stub_markdown(cell.source)
-            cells.append(_nbgrader(cell, _unique(f"text-{lesson or 'intro'}", seen), locked=True))
+            if NBGRADER_BEGIN in cell.source:
+                raise AssignmentError(
+                    f"{where}: {NBGRADER_BEGIN!r} outside <!-- BEGIN SOLUTION --> ... "
+                    "<!-- END SOLUTION --> (nbgrader would stop there)"
+                )
+            cells.append(_nbgrader(cell, _unique(f"text-{part}", seen), locked=True))
             continue
         if cell.cell_type != "code":
             cells.append(cell)
@@ -178,52 +185,57 @@ def source_notebook(solutions, points: float = 1.0, points_for: dict[str, float]
         if has_solution(cell.source):
             names = defined_names(cell.source)
             if not names:
-                raise AssignmentError(f"cell {index} ({where}): a solution outside a function")
+                raise AssignmentError(f"{where}: a solution outside a function")
             grade_id = _unique(f"answer-{names[0]}", seen)
             cells.append(_nbgrader(cell, grade_id, solution=True))
         elif calls:
-            if lesson is None:
-                raise AssignmentError(f"cell {index}: a checker call outside a lesson")
             for call in calls:
                 exercise = exercise_of(call)
                 worth = points_for.get(exercise, points)
                 test = nbformat.v4.new_code_cell(
                     TEST_CELL.format(
                         exercise=exercise,
-                        lesson=lesson,
+                        lesson=f"lesson {lesson}, " if lesson else "",
                         points=worth,
                         s="" if worth == 1 else "s",
                         call=ast.unparse(call),
                     ),
                     metadata=copy.deepcopy(cell.metadata),
                 )
-                grade_id = _unique(f"lesson{lesson}-{exercise}", seen)
+                grade_id = _unique(f"lesson{lesson}-{exercise}" if lesson else exercise, seen)
                 cells.append(_nbgrader(test, grade_id, grade=True, locked=True, points=worth))
         elif imports_checkers(cell.source):
-            cells.append(_nbgrader(cell, _unique(f"setup-{lesson or 'intro'}", seen), locked=True))
+            cells.append(_nbgrader(cell, _unique(f"setup-{part}", seen), locked=True))
         else:
             cells.append(cell)
     for cell in cells:  # stable cell ids: the grade_id where there is one
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if grade_id:
             cell["id"] = grade_id[:64]
-    rows = [
-        (cell.metadata["nbgrader"]["points"], lesson_of(cell))
-        for cell in cells
-        if cell.metadata.get("nbgrader", {}).get("grade")
-    ]
-    if rows:  # the note goes before the first lesson's heading
-        first = next(i for i, cell in enumerate(cells) if lesson_of(cell))
-        per_lesson = {}
-        for worth, les in rows:
-            per_lesson[les] = per_lesson.get(les, 0) + worth
-        text = ", ".join(f"lesson {les} {p:g}" for les, p in per_lesson.items())
-        total = f"{sum(per_lesson.values()):g} in all ({text})"
-        note = nbformat.v4.new_markdown_cell(GRADING_NOTE.format(points=total))
-        cells.insert(first, _nbgrader(note, _unique("grading", seen), locked=True))
-        note["id"] = "grading"
+    note = grading_note(cells, _unique("grading", seen))
+    if note is not None:  # before the first lesson
+        first = next((i for i, cell in enumerate(cells) if lesson_of(cell)), 0)
+        cells.insert(first, note)
     nb.cells = cells
     return nb
+
+
+def grading_note(cells, grade_id: str):
+    """A locked markdown cell that says how the notebook is graded, with the points per
+    lesson; None when nothing is graded."""
+    per_lesson: dict[str | None, float] = {}
+    for cell in cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            lesson = lesson_of(cell)
+            per_lesson[lesson] = per_lesson.get(lesson, 0) + meta["points"]
+    if not per_lesson:
+        return None
+    text = ", ".join(f"lesson {les or '-'} {p:g}" for les, p in per_lesson.items())
+    total = f"{sum(per_lesson.values()):g} in all ({text})"
+    note = nbformat.v4.new_markdown_cell(GRADING_NOTE.format(points=total))
+    note["id"] = grade_id
+    return _nbgrader(note, grade_id, locked=True)
 
 
 def graded(nb) -> list[tuple[str, str, float]]:
