@@ -476,3 +476,20 @@ def test_causal_weights_without_a_mask_warn_and_causal_true_draws_them_blocked()
         np.testing.assert_array_equal(np.ma.getmaskarray(ax.images[0].get_array()), causal_mask(6))
     with pytest.raises(ValueError, match="either mask= or causal=True"):
         plot_heads(w, mask=mask, causal=True)
+
+
+def test_values_true_writes_every_weight_that_was_not_blocked_into_its_cell():
+    w, mask = causal_weights(H=2, T=5, scale=1.0)
+    fig = plot_heads(w, mask=mask, values=True)
+    for h, ax in enumerate(panels(fig)):
+        written = {
+            (round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
+            for t in ax.texts
+            if t.get_gid() == "weight value"
+        }
+        expected = {
+            (i, j): f"{float(w[h, i, j]):.2f}" for i in range(5) for j in range(5) if not mask[i, j]
+        }
+        assert written == expected
+        assert all(t.get_fontsize() >= 9 for t in ax.texts)
+    assert not any(ax.texts for ax in panels(plot_heads(w, mask=mask)))  # off by default

@@ -307,6 +307,7 @@ def plot_heads(
     *,
     causal: bool = False,
     task: str | None = None,
+    values: bool = False,
 ) -> Figure:
     """Draw attention weights, one heatmap per head, on one shared 0..1 colour scale.
 
@@ -324,6 +325,9 @@ def plot_heads(
     ``causal=True`` is short for ``mask=causal_mask(T)``. Weights that are exactly 0
     everywhere above the diagonal (a causal head's) with no mask draw a
     ``CausalWithoutMaskWarning``: their blocked cells would look like weights of 0.
+
+    ``values=True`` also writes each weight in its cell (two decimals, 9 pt; panels grow
+    to fit, so keep it for T <= 8): the exact numbers beside the colour scale.
 
     Example (notebook 08): ``plot_heads(w_rep, tokens=x_rep[0], task="repeat", causal=True)``
     """
@@ -345,8 +349,35 @@ def plot_heads(
             CausalWithoutMaskWarning,
             stacklevel=2,
         )
+    if values:  # room for "0.25" at 9 pt in every cell
+        panel_size = max(panel_size, T * 0.36)
     grid = HeadGrid(w.shape[0], T, tokens, ncols, panel_size, dpi=DPI, hatch=hatch, task=task)
-    return grid.update(w, titles, suptitle, mask=mask)
+    fig = grid.update(w, titles, suptitle, mask=mask)
+    if values:
+        _write_values(grid, w)
+    return fig
+
+
+def _write_values(grid, w: np.ndarray) -> None:
+    """Write each weight that was not blocked into its cell, black or white on its colour."""
+    from .palette import CMAP, text_color_on, weight_norm
+
+    norm = weight_norm()
+    for i, ax in enumerate(grid.axes):
+        blocked = grid.mask[i] if grid.mask is not None else np.zeros(w[i].shape, bool)
+        for (row, col), value in np.ndenumerate(w[i]):
+            if blocked[row, col]:
+                continue
+            ax.text(
+                col,
+                row,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=9,
+                color=text_color_on(CMAP(norm(value))),
+                gid="weight value",
+            )
 
 
 class CausalWithoutMaskWarning(UserWarning):
