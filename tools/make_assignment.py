@@ -51,9 +51,13 @@ from make_exercises import SOLUTION_TAG, lesson_of, stub_markdown  # noqa: E402
 
 CONFIG = """\
 # Written by tools/make_assignment.py (`make assignment`); run nbgrader from this directory.
+import os
+
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "attention_lab"
-# Lesson 08 trains two small models in one cell: give a slow machine time.
+# this directory, whatever a global nbgrader_config.py says
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+# A cell may train a small model (lesson 08): give a slow, busy machine time.
 c.Execute.timeout = 300
 """
 
