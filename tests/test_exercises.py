@@ -363,28 +363,36 @@ def padded_mask_no_head_axis(lengths, T):
     return padded_causal_mask(lengths, T)[:, 0]
 
 
-def single_head_forward(x, W_q, W_k, W_v):
-    q, k, v = W_q(x), W_k(x), W_v(x)  # (B, T, d_out) each
+def cross_attention(x_q, x_kv, W_q, W_k, W_v):
+    q, k, v = W_q(x_q), W_k(x_kv), W_v(x_kv)  # (B, T_q, d_head), (B, T_kv, d_head) x 2
     weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
-    return weights @ v, weights  # (B, T, d_out), (B, T, T)
+    return weights @ v, weights  # (B, T_q, d_head), (B, T_q, T_kv)
 
 
-def single_head_unscaled(x, W_q, W_k, W_v):
-    q, k, v = W_q(x), W_k(x), W_v(x)
+def cross_unscaled(x_q, x_kv, W_q, W_k, W_v):
+    q, k, v = W_q(x_q), W_k(x_kv), W_v(x_kv)
     weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
     return weights @ v, weights
 
 
-def single_head_softmax_over_queries(x, W_q, W_k, W_v):
-    q, k, v = W_q(x), W_k(x), W_v(x)
+def cross_softmax_over_queries(x_q, x_kv, W_q, W_k, W_v):
+    q, k, v = W_q(x_q), W_k(x_kv), W_v(x_kv)
     weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2)
     return weights @ v, weights
 
 
-def single_head_untransposed_weights(x, W_q, W_k, W_v):
-    q, k, v = x @ W_q.weight, x @ W_k.weight, x @ W_v.weight
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
-    return weights @ v, weights
+def cross_keys_on_rows(x_q, x_kv, W_q, W_k, W_v):
+    out, weights = cross_attention(x_q, x_kv, W_q, W_k, W_v)
+    return out, weights.transpose(-2, -1)
+
+
+def cross_self_attention_only(x_q, x_kv, W_q, W_k, W_v):
+    return cross_attention(x_q, x_q, W_q, W_k, W_v)
+
+
+def cross_values_from_queries(x_q, x_kv, W_q, W_k, W_v):
+    _, weights = cross_attention(x_q, x_kv, W_q, W_k, W_v)
+    return weights @ W_v(x_q), weights
 
 
 def dropout_rescale(weights, keep, p):
@@ -466,12 +474,14 @@ CASES = [
         ],
     ),
     (
-        ex.check_single_head_forward,
-        single_head_forward,
+        ex.check_cross_attention,
+        cross_attention,
         [
-            (single_head_unscaled, "not scaled"),
-            (single_head_softmax_over_queries, "each column"),
-            (single_head_untransposed_weights, "not by their transposes"),
+            (cross_unscaled, "not scaled"),
+            (cross_softmax_over_queries, "each column"),
+            (cross_keys_on_rows, "keys on the rows"),
+            (cross_self_attention_only, "keys come from x_q"),
+            (cross_values_from_queries, "values come from x_q"),
         ],
     ),
     (
@@ -736,10 +746,10 @@ def test_repeat_checker_reference_matches_make_batch():
         assert torch.equal(x, want_x) and torch.equal(y, want_y)
 
 
-def test_single_head_checker_agrees_with_the_library_head(capsys):
+def test_cross_attention_of_a_sequence_with_itself_is_the_library_head():
     head = SingleHeadAttention(6, 4)
     x = torch.randn(2, 5, 6)  # (B, T, d_in)
-    out, weights = single_head_forward(x, head.W_q, head.W_k, head.W_v)
+    out, weights = cross_attention(x, x, head.W_q, head.W_k, head.W_v)
     want_out, want_w = head(x, return_weights=True)
     torch.testing.assert_close(out, want_out)
     torch.testing.assert_close(weights, want_w)

@@ -24,7 +24,7 @@ lesson 04 pass (``summary()``: every lesson), and ``reset()`` forgets the verdic
 The exercises, by lesson (exercise N.k is the k-th checker of lesson N):
 
 * 01: ``check_stable_softmax``, ``check_decay_weights``
-* 02: ``check_single_head_forward``
+* 02: ``check_cross_attention``
 * 03: ``check_score_variances``, ``check_projected_score_variance``
 * 04: ``check_looks_ahead``, ``check_sliding_mask``
 * 05: ``check_dropout_rescale``
@@ -35,7 +35,7 @@ The exercises, by lesson (exercise N.k is the k-th checker of lesson N):
 
 from ._core import EXERCISES, LESSONS, RESULTS, Summary, Verdict, reset, summary
 from .lesson01 import check_decay_weights, check_stable_softmax
-from .lesson02 import check_single_head_forward
+from .lesson02 import check_cross_attention
 from .lesson03 import check_projected_score_variance, check_score_variances
 from .lesson04 import check_looks_ahead, check_sliding_mask
 from .lesson05 import check_dropout_rescale
@@ -49,6 +49,7 @@ __all__ = [
     "RESULTS",
     "Summary",
     "Verdict",
+    "check_cross_attention",
     "check_decay_weights",
     "check_dropout_rescale",
     "check_einsum_attention",
@@ -60,7 +61,6 @@ __all__ = [
     "check_projected_score_variance",
     "check_repeat_batch",
     "check_score_variances",
-    "check_single_head_forward",
     "check_sliding_mask",
     "check_stable_softmax",
     "check_weights_outnumber_params",

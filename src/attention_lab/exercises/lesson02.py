@@ -1,5 +1,6 @@
-"""Lesson 02 · query, key, value (notebooks/02_query_key_value.ipynb): the forward pass of one
-attention head, written as a function and checked against ``SingleHeadAttention``."""
+"""Lesson 02 · query, key, value (notebooks/02_query_key_value.ipynb): cross-attention, where the
+queries come from one sequence and the keys and values from another; with one sequence in both
+roles it is the self-attention of ``SingleHeadAttention``."""
 
 from __future__ import annotations
 
@@ -11,68 +12,95 @@ import torch.nn as nn
 from ..heads import SingleHeadAttention
 from ._core import _call, _close, _tensor, _Wrong, checker
 
-# --- new: the forward of SingleHeadAttention -------------------------------------------------
+# --- exercise 2.1: cross-attention -----------------------------------------------------------
 
 
-@checker("02", "return (out, weights) computed from x and the three nn.Linear layers")
-def check_single_head_forward(fn) -> str:
-    """``fn(x, W_q, W_k, W_v) -> (out, weights)``: x is (B, T, d_in), each W_* an
-    ``nn.Linear(d_in, d_head, bias=False)``; out is (B, T, d_head), weights (B, T, T)."""
-    for B, T, d_in, d_head in ((2, 5, 8, 8), (1, 7, 6, 4)):
+@checker("02", "queries from x_q, keys and values from x_kv: the two may differ in length")
+def check_cross_attention(fn) -> str:
+    """``fn(x_q, x_kv, W_q, W_k, W_v) -> (out, weights)``: x_q is (B, T_q, d_in), x_kv is
+    (B, T_kv, d_in), each W_* an ``nn.Linear(d_in, d_head, bias=False)``; queries from x_q, keys
+    and values from x_kv; out is (B, T_q, d_head), weights (B, T_q, T_kv)."""
+    for B, T_q, T_kv, d_in, d_head in ((1, 4, 4, 6, 4), (2, 3, 5, 8, 8), (2, 6, 2, 5, 3)):
         head = SingleHeadAttention(d_in, d_head).eval()
-        x = torch.randn(B, T, d_in)  # (B, T, d_in)
+        x_q, x_kv = torch.randn(B, T_q, d_in), torch.randn(B, T_kv, d_in)
         with torch.no_grad():
-            want_out, want_w = head(x, return_weights=True)  # (B, T, d_head), (B, T, T)
+            q, k, v = head.W_q(x_q), head.W_k(x_kv), head.W_v(x_kv)  # (B, T_q|T_kv, d_head)
+            scores = q @ k.transpose(-2, -1)  # (B, T_q, T_kv), unscaled
+            want_w = torch.softmax(scores / math.sqrt(d_head), dim=-1)  # (B, T_q, T_kv)
+            want_out = want_w @ v  # (B, T_q, d_head)
             layers = [_copy(layer) for layer in (head.W_q, head.W_k, head.W_v)]
-            result = _call(fn, x.clone(), *layers)
+            result = _call(fn, x_q.clone(), x_kv.clone(), *layers)
         if not (isinstance(result, tuple) and len(result) == 2):
             raise _Wrong(
                 f"your function returned a {type(result).__name__}, not (out, weights)",
                 "return out, weights",
             )
-        out = _tensor(result[0], "out", (B, T, d_head))
-        weights = _tensor(result[1], "weights", (B, T, T))
+        where = f"with T_q={T_q} queries and T_kv={T_kv} keys"
+        got_w = result[1]
+        if isinstance(got_w, torch.Tensor) and T_q != T_kv:
+            if tuple(got_w.shape) == (B, T_kv, T_q):
+                raise _Wrong(
+                    f"{where}, the weights are (B, T_kv, T_q) = {tuple(got_w.shape)}: keys on "
+                    "the rows",
+                    "row i holds query i: scores = q @ k.transpose(-2, -1), (B, T_q, T_kv)",
+                )
+            if tuple(got_w.shape) in ((B, T_q, T_q), (B, T_kv, T_kv)):
+                raise _Wrong(
+                    f"{where}, the weights are {tuple(got_w.shape)}: queries and keys come from "
+                    "the same sequence",
+                    "queries from x_q, keys (and values) from x_kv",
+                )
+        weights = _tensor(got_w, "weights", (B, T_q, T_kv))
+        out = _tensor(result[0], "out", (B, T_q, d_head))
         if _close(weights, want_w) and _close(out, want_out):
             continue
-        where = f"with d_in={d_in}, d_head={d_head}"
-        q, k, v = (layer.weight for layer in (head.W_q, head.W_k, head.W_v))  # (d_head, d_in)
-        scores = (x @ q.T) @ (x @ k.T).transpose(-2, -1)  # (B, T, T), unscaled
         if _close(weights, torch.softmax(scores, dim=-1)):
             raise _Wrong(
                 f"{where}, the scores are not scaled",
                 f"divide q @ k.transpose(-2, -1) by √d_head (here √{d_head}) before the softmax",
-            )
-        if d_head > 1 and _close(weights, torch.softmax(scores / d_head, dim=-1)):
-            raise _Wrong(
-                f"{where}, the scores are divided by d_head", "divide by √d_head, not by d_head"
             )
         if _close(weights, torch.softmax(scores / math.sqrt(d_head), dim=-2)):
             raise _Wrong(
                 f"{where}, each column of the weights sums to 1, not each row",
                 "softmax over the keys, the last dimension: torch.softmax(scores, dim=-1)",
             )
-        if _close(weights, torch.softmax(scores.transpose(-2, -1) / math.sqrt(d_head), dim=-1)):
+        if T_q == T_kv and _close(weights, want_w.transpose(-2, -1)):
             raise _Wrong(
-                f"{where}, the scores are transposed: keys on the rows, queries on the columns",
-                "row i holds query i: scores = q @ k.transpose(-2, -1)",
+                f"{where}, the weights are transposed: keys on the rows, queries on the columns",
+                "row i holds query i: scores = q @ k.transpose(-2, -1), (B, T_q, T_kv)",
             )
-        raw = (x @ q) @ (x @ k).transpose(-2, -1) if d_in == d_head else None  # (B, T, T)
-        if raw is not None and _close(weights, torch.softmax(raw / math.sqrt(d_head), dim=-1)):
-            raise _Wrong(
-                f"{where}, x is multiplied by the weight matrices, not by their transposes",
-                "nn.Linear stores (d_head, d_in): call the layer, W_q(x), or use x @ W_q.weight.T",
-            )
+        if T_q == T_kv:
+            with torch.no_grad():
+                self_w = torch.softmax(
+                    q @ head.W_k(x_q).transpose(-2, -1) / math.sqrt(d_head), dim=-1
+                )  # keys from x_q by mistake
+                self_out = want_w @ head.W_v(x_q)  # values from x_q by mistake
+            if _close(weights, self_w):
+                raise _Wrong(f"{where}, the keys come from x_q", "keys (and values) come from x_kv")
+            if _close(weights, want_w) and _close(out, self_out):
+                raise _Wrong(
+                    f"{where}, the weights are right, but the values come from x_q",
+                    "the values come from the sequence being read: v = W_v(x_kv)",
+                )
         if not _close(weights, want_w):
             raise _Wrong(
-                f"{where}, the weights differ from SingleHeadAttention's by up to "
+                f"{where}, the weights differ from the reference by up to "
                 f"{(weights - want_w).abs().max().item():.3f}",
-                "q = W_q(x), k = W_k(x); weights = softmax(q @ k.transpose(-2, -1) / √d_head)",
+                "q = W_q(x_q), k = W_k(x_kv); weights = softmax(q @ k.transpose(-2, -1) / √d_head)",
             )
         raise _Wrong(
             f"{where}, the weights are right but out is not",
-            "out is the weighted average of the values: weights @ W_v(x)",
+            "out is the weighted average of the values: weights @ W_v(x_kv)",
         )
-    return "the same weights and output as SingleHeadAttention, for square and narrow heads"
+    with torch.no_grad():
+        head = SingleHeadAttention(6, 4).eval()
+        x = torch.randn(2, 5, 6)  # (B, T, d_in)
+        layers = [_copy(layer) for layer in (head.W_q, head.W_k, head.W_v)]
+        out, _ = _call(fn, x, x, *layers)
+        same = _close(out, head(x))
+    return "queries from one sequence, keys and values from the other" + (
+        "; with x_q = x_kv it is SingleHeadAttention's self-attention" if same else ""
+    )
 
 
 def _copy(layer: nn.Linear) -> nn.Linear:
