@@ -409,6 +409,13 @@ def test_ids_as_a_list_or_a_tensor_give_the_same_labels_and_labelled_ones_are_ke
     kept = ["0:a", "1:b", "2:c", "3:d"]  # already position:token (the explorer, notebook 09)
     assert tick_texts(plot_heads(w, tokens=kept))[0] == kept
     assert tick_texts(plot_heads(w))[0] == ["0", "1", "2", "3"]  # no tokens: positions
+    named = ["a=0", "b?", "a?", "3"]  # token_labels("lookup", ids) passed with task= too
+    assert tick_texts(plot_heads(w, tokens=named, task="lookup"))[0] == [
+        "0:a=0",
+        "1:b?",
+        "2:a?",
+        "3:3",
+    ]
 
 
 @pytest.mark.parametrize("n_heads", [1, 4, 8])

@@ -69,7 +69,8 @@ def tick_labels(tokens, T: int, task: str | None = None) -> list[str]:
 
     ``tokens`` are the T tokens (strings, ids, or a 1-D tensor of ids); ``None`` labels by
     position only. With ``task`` (one of ``tasks.TASKS``) ids are named as
-    ``tasks.token_labels`` names them (``"SEP"``, ``"c=4"``, ``"c?"``, ``"abd"``). Labels
+    ``tasks.token_labels`` names them (``"SEP"``, ``"c=4"``, ``"c?"``, ``"abd"``; names
+    passed already, such as ``token_labels(task, ids)``, are kept). Labels
     that already start with their position (``"3:c=4"``, as the explorer and notebook 09
     make them) are kept as they are.
     """
@@ -80,10 +81,10 @@ def tick_labels(tokens, T: int, task: str | None = None) -> list[str]:
     tokens = list(tokens)
     if len(tokens) != T:
         raise ValueError(f"got {len(tokens)} token labels for T={T} positions")
-    if task is not None:
+    if task is not None and all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
         from .tasks import token_labels
 
-        names = token_labels(task, tokens)
+        names = token_labels(task, tokens)  # ids -> "SEP", "c=4", ...
     else:
         names = [str(t) for t in tokens]
     if all(name.startswith(f"{i}:") for i, name in enumerate(names)):
