@@ -1,14 +1,6 @@
 """``make bench`` / ``python -m attention_lab bench``: speed and memory of every implementation.
 
-Every implementation holds the same weights, converted from one ``MultiHeadSelfAttention``,
-and before anything is timed each one is checked to give the reference output and to be
-causal. Then, at each shape, forward time, forward+backward time and peak memory are
-measured in one run and printed as ratios to a bare ``F.scaled_dot_product_attention``
-block, next to the machine's own float32 matmul speed. Results go to ``bench-results/``
-(``bench.csv``, ``bench.png``), which git ignores.
-
-    python -m attention_lab bench            # the full run: a few minutes on 2 cores
-    python -m attention_lab bench --quick    # a smoke run at tiny shapes (used by the tests)
+What it measures, and how to run it, is ``cli.DESCRIPTION`` (the ``--help`` text).
 
 One module per role:
 

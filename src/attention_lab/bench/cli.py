@@ -14,6 +14,20 @@ from ..fused import MultiHeadSelfAttention
 from .report import explorer_times, figure_times, format_goals, format_table, plot_ratios, write_csv
 from .timing import Row, measure_shape
 
+DESCRIPTION = """``make bench`` / ``python -m attention_lab bench``: speed and memory of every
+implementation.
+
+Every implementation holds the same weights, converted from one ``MultiHeadSelfAttention``,
+and before anything is timed each one is checked to give the reference output and to be
+causal. Then, at each shape, forward time, forward+backward time and peak memory are
+measured in one run and printed as ratios to a bare ``F.scaled_dot_product_attention``
+block, next to the machine's own float32 matmul speed. Results go to ``bench-results/``
+(``bench.csv``, ``bench.png``), which git ignores.
+
+    python -m attention_lab bench            # the full run: a few minutes on 2 cores
+    python -m attention_lab bench --quick    # a smoke run at tiny shapes (used by the tests)
+"""
+
 # name -> (B, T, D, H)
 # The small shape runs first: measured after the big one in the same process, its no-grad
 # forward calls once came out ~40 ms each instead of ~0.5 ms (cause not yet found).
@@ -28,9 +42,7 @@ def run(
 ) -> list[Row]:
     """Run the benchmark; return every row. ``extra`` adds implementations (name -> a
     function that builds one from the reference block); they are checked like the rest."""
-    from . import __doc__ as description
-
-    parser = argparse.ArgumentParser(prog="python -m attention_lab bench", description=description)
+    parser = argparse.ArgumentParser(prog="python -m attention_lab bench", description=DESCRIPTION)
     parser.add_argument("--quick", action="store_true", help="tiny shapes, few repeats")
     parser.add_argument("--repeats", type=int, default=None, help="timing rounds per shape")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
