@@ -50,7 +50,7 @@ def test_head_split_draws_every_head_in_its_colour_at_every_stage(T, D, H):
         stages = [p.get_label() for p in drawn]
         # x, one piece per token in .view, one matrix per head after .transpose, merged
         assert stages.count("x") == stages.count("transpose") == stages.count("merged") == 1
-        assert stages.count("view") == min(T, 48 // H)
+        assert stages.count("view") == min(T, 32 // H)
         assert {to_hex(p.get_facecolor()) for p in drawn} == {head_color(h).lower()}
     texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     assert f"= (1, {T}, {H}, {D // H})" in texts and f"= (1, {H}, {T}, {D // H})" in texts
@@ -78,7 +78,7 @@ def test_the_view_puts_heads_inside_each_token_and_the_transpose_gives_one_block
     fig = diagrams.head_split(T, D, H, B=2)
     # .view: each token is one small (H, d_head) matrix holding every head, stacked by token
     view = by_stage(fig, "view")
-    n_tokens = min(T, 48 // H)  # tokens drawn
+    n_tokens = min(T, 32 // H)  # tokens drawn
     assert len(view) == H * n_tokens
     assert len({round(p.get_height(), 6) for p in view}) == 1  # every (token, head) piece alike
     outlines = patches_with(fig, "token matrix")

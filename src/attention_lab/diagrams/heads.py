@@ -13,7 +13,7 @@ from ._draw import _arrow, _box, _canvas, _heads, _label, _row_lines, _size, _su
 
 # -- 06: the head split -------------------------------------------------------------------
 
-MAX_VIEW_ROWS = 48  # the .view stage draws at most this many (token, head) rows
+MAX_VIEW_ROWS = 32  # the .view stage draws at most this many (token, head) rows
 
 
 def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
@@ -129,7 +129,7 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
                 gid="token matrix",
             )
         )
-        if show_rows or t in (0, n_tok - 1):
+        if n_tok <= 8 or t in (0, n_tok - 1):
             _label(ax, x2 - 0.06, top - tok_h / 2, f"token {t}", size=TICK_SIZE, ha="right")
     if more:
         _label(ax, x2 + W2 / 2, 0.12, f"⋮  {T - n_tok} more tokens", size=TICK_SIZE)
