@@ -8,7 +8,8 @@ figure and every figure is readable from the back of a room.
   the common colour-vision deficiencies and readable as filled boxes on white.
 * ``CMAP`` + ``weight_norm()``: attention weights from white (0) to dark blue (1) on a
   square-root scale (``PowerNorm(gamma=0.5)``), so weights of ~1/16 (an untrained head at
-  T = 16) are a visible light blue, not blank.
+  T = 16) are a visible light blue, not blank. The heatmaps' colour bar says so:
+  "attention weight (√ scale)", ticks 0, 0.1, 0.25, 0.5, 0.75, 1 (``headgrid``).
 * ``BLOCKED_COLOR`` / ``BLOCKED_HATCH_COLOR``: masked positions are neutral grey with
   darker diagonal stripes, unlike any weight.
 * ``DROPPED_COLOR`` / ``DROPPED_EDGE_COLOR``: a weight dropout dropped is white with an
