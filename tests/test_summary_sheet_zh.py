@@ -1,8 +1,10 @@
 """The Simplified Chinese summary sheet, teaching/zh-CN/summary.html: current, and the same numbers.
 
-tools/summary_sheet.py builds both editions from one computation; these tests rebuild the
-Chinese page and compare it with the checked-in file, and check that translating the prose
-changed no number: the numbers in the visible text of both pages are equal as multisets.
+tools/summary_sheet.py renders one template (tools/templates/summary_sheet.html.j2) per language
+from one computation, the Chinese words from i18n/zh_CN/teaching/summary_sheet.po; these tests
+rebuild the Chinese page and compare it with the checked-in file, check that translating the
+prose changed no number (the numbers in the visible text of both pages are equal as multisets),
+and that the catalogue holds exactly the template's strings, all translated.
 """
 
 from __future__ import annotations
@@ -82,3 +84,32 @@ def test_the_chinese_sheet_uses_the_glossary_terms(pages):
 def test_an_unknown_language_is_a_clear_error():
     with pytest.raises(ValueError, match="lang='fr'"):
         summary_sheet.render("fr")
+
+
+# ---------------------------------------------------------------- the catalogue
+
+
+def test_the_catalogue_has_exactly_the_templates_strings(tmp_path, monkeypatch):
+    """`--update-catalogue` on the checked-in catalogue changes nothing: no string is missing
+    and none is left over (the English is tools/templates/summary_sheet.html.j2)."""
+    real = summary_sheet.CATALOGUES["zh-CN"]
+    copy = tmp_path / "summary_sheet.po"
+    copy.write_bytes(real.read_bytes())
+    monkeypatch.setitem(summary_sheet.CATALOGUES, "zh-CN", copy)
+    summary_sheet.update_catalogue()
+    assert copy.read_text(encoding="utf-8") == real.read_text(encoding="utf-8"), (
+        "run python tools/summary_sheet.py --update-catalogue and translate the new entries"
+    )
+
+
+def test_an_untranslated_string_stops_the_chinese_page_and_is_named(tmp_path, monkeypatch):
+    import polib
+
+    po = polib.pofile(str(summary_sheet.CATALOGUES["zh-CN"]), wrapwidth=0)
+    po.find("merge heads", msgctxt="step").msgstr = ""
+    po.find("The formula", msgctxt="page").flags.append("fuzzy")
+    po.save(str(tmp_path / "summary_sheet.po"))
+    monkeypatch.setitem(summary_sheet.CATALOGUES, "zh-CN", tmp_path / "summary_sheet.po")
+    with pytest.raises(Exception, match=r"2 strings .*\n.*'The formula'.*\n.*'merge heads'"):
+        summary_sheet.render("zh-CN")
+    assert summary_sheet.main(["--lang", "zh-CN", "--check"]) == 1

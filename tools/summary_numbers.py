@@ -1,0 +1,189 @@
+"""The summary sheet's numbers, every one computed by the library (no words: those are in
+tools/templates/summary_sheet.html.j2 and its catalogues; tools/summary_sheet.py renders it).
+
+The shape walk is recorded from a real forward pass of ``attention_lab.MultiHeadSelfAttention``
+(and checked equal to the block's own output), the parameter counts come from building the
+block and counting, each mask convention is found by running that API with ``causal_mask(T)``
+and seeing whether True blocked or allowed, and the cost table uses ``attention_lab.cost``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# The chapter's sizes: TinyLM of notebook 08 (d_model=32, n_heads=4, context_length=12),
+# a batch of two sequences as in notebooks 05-07; and GPT-2 small for scale.
+CHAPTER = {"B": 2, "T": 12, "D": 32, "H": 4}
+GPT2 = {"D": 768, "H": 12, "T": 1024}
+MASK_T = 4  # the mask conventions are found with causal_mask(MASK_T)
+
+
+def shape_walk(B: int, T: int, D: int, H: int) -> list[tuple[str, str, tuple[int, ...]]]:
+    """(step, code, shape) of every tensor in one forward pass of the fused block."""
+    from attention_lab.functional import attention
+    from attention_lab.fused import MultiHeadSelfAttention
+    from attention_lab.multihead import merge_heads, split_heads
+
+    torch.manual_seed(0)
+    block = MultiHeadSelfAttention(D, H, context_length=T).eval()
+    x = torch.randn(B, T, D)  # (B, T, D)
+    steps = [("input", "x", tuple(x.shape))]
+    with torch.no_grad():
+        qkv = block.qkv(x)  # (B, T, 3D)
+        steps.append(("project once", "qkv = block.qkv(x)", tuple(qkv.shape)))
+        q, k, v = (split_heads(t, H) for t in qkv.split(D, dim=-1))  # 3 x (B, H, T, d_head)
+        steps.append(
+            ("split Q, K, V into heads", "split_heads(t, H), t in qkv.split(D, -1)", tuple(q.shape))
+        )
+        ctx, weights = attention(q, k, v, block.mask[:T, :T])  # (B, H, T, d_head), (B, H, T, T)
+        steps.append(
+            (
+                "scores, mask, softmax",
+                "softmax(q kᵀ / √d_head, blocked = -inf)",
+                tuple(weights.shape),
+            )
+        )
+        steps.append(("weighted sum of values", "weights @ v", tuple(ctx.shape)))
+        merged = merge_heads(ctx)  # (B, T, D)
+        steps.append(("merge heads", "merge_heads(ctx)", tuple(merged.shape)))
+        out = block.out_proj(merged)  # (B, T, D)
+        steps.append(("mix heads", "block.out_proj(merged)", tuple(out.shape)))
+        torch.testing.assert_close(out, block(x))  # the walk is the block's own forward
+    return steps
+
+
+def n_params(D: int, H: int, T: int = 8) -> int:
+    from attention_lab.fused import MultiHeadSelfAttention
+
+    return sum(p.numel() for p in MultiHeadSelfAttention(D, H, context_length=T).parameters())
+
+
+def block_params(D: int = 64, H: int = 4, T: int = 32) -> dict[str, int]:
+    """Parameters of notebook 09's whole block (``attention_lab.charlm.Block``), counted by part."""
+    from attention_lab.charlm import Block
+
+    block = Block(D, H, T)
+    counts = {
+        "D": D,
+        "attention": sum(p.numel() for p in block.attn.parameters()),
+        "mlp": sum(p.numel() for p in block.mlp.parameters()),
+        "norms": sum(p.numel() for p in (*block.ln1.parameters(), *block.ln2.parameters())),
+        "total": sum(p.numel() for p in block.parameters()),
+    }
+    # the formulas the sheet prints next to the counts
+    assert counts["attention"] == 4 * D * D + 4 * D and counts["mlp"] == 8 * D * D + 5 * D
+    assert counts["norms"] == 4 * D and counts["total"] == sum(list(counts.values())[1:4])
+    return counts
+
+
+def mask_conventions(T: int = MASK_T) -> list[tuple[str, str, str]]:
+    """(API, how the mask is passed, what True means), found by running each API."""
+    from attention_lab.functional import attention
+    from attention_lab.masks import causal_mask
+
+    torch.manual_seed(0)
+    mask = causal_mask(T)  # (T, T) bool, True above the diagonal
+    q, k, v = (torch.randn(1, T, 8) for _ in range(3))  # (1, T, 8) each
+
+    def meaning(weights: torch.Tensor) -> str:  # weights (T, T) of a run with `mask`
+        upper = weights[mask]
+        if torch.all(upper == 0):
+            return "True = blocked"
+        if torch.all(weights[~mask] == 0):
+            return "True = attend"
+        raise AssertionError("the mask neither blocked nor allowed exactly the masked entries")
+
+    _, w_ours = attention(q, k, v, mask)  # (1, T, T)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    _, w_mha = mha(q, k, v, attn_mask=mask, need_weights=True)  # (1, T, T), mean over heads
+    # SDPA gives no weights: read them off by attending over one-hot values, v = identity.
+    eye = torch.eye(T).unsqueeze(0)  # (1, T, T)
+    w_sdpa = F.scaled_dot_product_attention(q, k, eye, attn_mask=mask)  # (1, T, T)
+    return [
+        (
+            "attention_lab (attention, causal_mask, every module)",
+            "mask=causal_mask(T)",
+            meaning(w_ours[0]),
+        ),
+        ("torch.nn.MultiheadAttention", "attn_mask=bool (T, T)", meaning(w_mha[0].detach())),
+        (
+            "F.scaled_dot_product_attention",
+            "attn_mask=bool (T, T); or is_causal=True",
+            meaning(w_sdpa[0]),
+        ),
+    ]
+
+
+def cost_rows(
+    D: int, H: int, Ts: tuple[int, ...] = (1024, 2048, 4096)
+) -> list[tuple[int, int, int]]:
+    """(T, dense FLOPs of one block's forward, bytes of its float32 (B, H, T, T) weights), B = 1."""
+    from attention_lab.cost import attention_flops
+
+    return [(T, attention_flops(1, T, D), 4 * H * T * T) for T in Ts]
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,}"
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+SYMBOLIC = [
+    "(B, T, D)",
+    "(B, T, 3D)",
+    "3 × (B, H, T, d_head)",
+    "(B, H, T, T)",
+    "(B, H, T, d_head)",
+    "(B, T, D)",
+    "(B, T, D)",
+]
+
+
+def page_data() -> dict:
+    """Everything the template shows, computed by the library and formatted (no words)."""
+    c = CHAPTER
+    walk = shape_walk(c["B"], c["T"], c["D"], c["H"])
+    counts = [
+        ("this chapter", c["D"], c["H"], n_params(c["D"], c["H"])),
+        ("this chapter, 8 heads", c["D"], 2 * c["H"], n_params(c["D"], 2 * c["H"])),
+        ("GPT-2 small", GPT2["D"], GPT2["H"], n_params(GPT2["D"], GPT2["H"], GPT2["T"])),
+    ]
+    costs = cost_rows(GPT2["D"], GPT2["H"])
+    return {
+        "sizes": {**c, "d_head": c["D"] // c["H"]},
+        "walk": [
+            {
+                "step": step,
+                "code": code,
+                "symbolic": sym,
+                "shape": ("3 × " if sym.startswith("3 ×") else "") + _shape(shape),
+            }
+            for (step, code, shape), sym in zip(walk, SYMBOLIC)
+        ],
+        "mask_T": MASK_T,
+        "conventions": [
+            {"api": api, "how": how, "meaning": m} for api, how, m in mask_conventions(MASK_T)
+        ],
+        "counts": [
+            {
+                "name": name,
+                "D": D,
+                "H": H,
+                "d_head": D // H,
+                "formula": _fmt(4 * D * D + 4 * D),
+                "counted": _fmt(n),
+            }
+            for name, D, H, n in counts
+        ],
+        "block": {k: _fmt(v) for k, v in block_params().items()},
+        "costs": [
+            {"T": f"{T:,}", "gflops": f"{flops / 1e9:,.1f}", "mib": f"{mem / 2**20:,.0f}"}
+            for T, flops, mem in costs
+        ],
+        "ratio": f"{costs[1][2] / costs[0][2]:g}",
+    }
