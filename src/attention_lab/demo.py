@@ -81,7 +81,7 @@ def run(argv: list[str] | None = None) -> None:
     tokens = token_labels(args.task, x[0])
     print(f"\nhead {args.head}, weights on one sequence (rows: query, columns: key):")
     print(text_heatmap(weights[0, args.head], tokens=[str(i) for i in range(len(tokens))]))
-    fig = plot_heads(weights[0], tokens=tokens, suptitle=f"TinyLM, {args.task} task")
+    fig = plot_heads(weights[0], tokens=tokens, suptitle=f"TinyLM, {args.task} task", causal=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, facecolor="white")
     print(f"saved the per-head heatmaps to {args.out}")
