@@ -126,6 +126,32 @@ def test_untranslated_entries_fail_check_and_refuse_build(repo, capsys):
     assert built.cells[3].source == BODY
 
 
+def test_marked_for_retranslation_keeps_the_english_and_says_so(repo, capsys):
+    _run(repo, "update")
+    _translate_properly(repo)
+    assert _run(repo, "build") == 0
+    path = repo / "notebooks" / "a.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    changed = BODY + " The colours use a square-root scale."
+    nb.cells[3].source = changed
+    nbformat.write(nb, path)
+    assert _run(repo, "build", "--allow-pending") == 1  # `update` has not marked it yet
+    assert "missing" in capsys.readouterr().err
+    _run(repo, "update")
+    entry = next(e for e in _po(repo) if e.msgid == changed)
+    assert "fuzzy" in entry.flags and entry.msgstr == CHINESE[BODY]  # marked, old Chinese kept
+    assert _run(repo, "check") == 1  # a complete edition it is not
+    assert _run(repo, "check", "--allow-pending") == 1  # and zh-CN is not rebuilt yet
+    capsys.readouterr()
+    assert _run(repo, "build", "--allow-pending") == 0
+    assert _run(repo, "check", "--allow-pending") == 0
+    assert "a.ipynb: 1 entries marked for retranslation" in capsys.readouterr().out
+    built = nbformat.read(repo / "notebooks" / "zh-CN" / "a.ipynb", as_version=4)
+    assert built.cells[3].source == changed  # the current English, not the stale Chinese
+    assert built.cells[0].source.startswith(CHINESE[INTRO].split("](")[0])
+    assert "译文待更新" in built.cells[0].source and "1 处" in built.cells[0].source
+
+
 def test_build_replaces_prose_and_keeps_code_outputs_and_metadata(repo):
     _run(repo, "update")
     _translate_properly(repo)
@@ -299,6 +325,14 @@ def test_real_catalogues_follow_the_glossary():
     assert tr.glossary_check(ROOT, english) == []
 
 
+# Issue 19 changed the English chapter; `update` marked every changed entry for
+# retranslation, and the Chinese edition (issue 22) translates them once, on the final English.
+# Until then the pending entries keep the English and each notebook's title says so; anything
+# else (English not merged, a zh-CN notebook not rebuilt, a stale entry) still fails here.
+ALLOW_PENDING = True
+
+
 def test_the_chinese_edition_is_complete_and_up_to_date():
-    problems = tr.check(ROOT, sorted((ROOT / "notebooks").glob("*.ipynb")))
+    english = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    problems = tr.check(ROOT, english, allow_pending=ALLOW_PENDING)
     assert problems == [], "run `make translations`:\n" + "\n".join(problems)

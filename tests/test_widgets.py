@@ -579,9 +579,10 @@ def test_plot_heads_still_labels_outer_panels_only():
     fig = plot_heads(np.full((8, 5, 5), 0.2), tokens=list("abcde"))
     panels = [ax for ax in fig.axes if ax.images and ax.get_title()]
     assert len(panels) == 8
-    assert [t.get_text() for t in panels[0].get_yticklabels()] == list("abcde")
+    labels = [f"{i}:{t}" for i, t in enumerate("abcde")]  # position:token, never ambiguous
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == labels
     assert panels[1].get_yticklabels() == []  # inner panels carry no labels
-    assert [t.get_text() for t in panels[4].get_xticklabels()] == list("abcde")
+    assert [t.get_text() for t in panels[4].get_xticklabels()] == labels
     assert panels[0].get_xticklabels() == []
 
 

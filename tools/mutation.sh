@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing of the attention core (issue 9): mutmut mutates masks.py, functional.py,
-# heads.py, multihead.py, fused.py and _checks.py and runs the fast unit tests on each mutant.
+# heads.py, multihead.py, fused.py, convert.py and _checks.py and runs the fast unit tests on each mutant.
 # Not part of `make test`: a full run of the 920 mutants took 42 min (2.7 s each) with 2 workers
 # on a shared 2-core machine (load ~10); re-testing a list of survivors takes about a minute.
 #

@@ -27,6 +27,13 @@ In occurrences, the number after the notebook name is the cell index, not a line
 translation (code, outputs and metadata unchanged; the badge points at notebooks/zh-CN/;
 relative links to files outside notebooks/ get one more "../"). It refuses when an entry is
 untranslated or fuzzy unless --allow-untranslated (which leaves the English, for testing).
+
+Between an English change and its translation, `build --allow-pending` and
+`check --allow-pending` accept entries that `update` has marked for retranslation (fuzzy or
+untranslated): those keep the English, and the Chinese notebook's title cell says how many
+places wait for a translation (PENDING_NOTICE), so a stale translation is never silent.
+English that `update` has not merged yet still fails, and `check --allow-pending` lists the
+pending count per notebook.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ sys.path.insert(0, str(TOOLS))
 # The parts, by role, live in tools/i18n/; their names stay importable from here, e.g.
 # `from translations import read_notebook, dumps_notebook`.
 from i18n.build import build, build_one, fix_links, problems, translate_notebook  # noqa: E402
-from i18n.check import check  # noqa: E402
+from i18n.check import check, pending  # noqa: E402
 from i18n.common import (  # noqa: E402
     COMMENT,
     FUZZY_RATIO,
@@ -97,6 +104,13 @@ def main(argv: list[str] | None = None) -> int:
                 action="store_true",
                 help="keep English where a translation is missing or fuzzy (for testing only)",
             )
+        if name in ("build", "check"):
+            p.add_argument(
+                "--allow-pending",
+                action="store_true",
+                help="entries marked for retranslation (fuzzy, untranslated) keep the English "
+                "and the notebook's title says so; anything else still fails",
+            )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     start = time.perf_counter()
@@ -105,10 +119,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "update":
             lines, failed = update(root, notebooks), False
         elif args.command == "build":
-            lines, failed = build(root, notebooks, args.allow_untranslated, args.run), False
+            lines = build(root, notebooks, args.allow_untranslated, args.run, args.allow_pending)
+            failed = False
         elif args.command == "check":
-            lines = check(root, notebooks)
+            lines = check(root, notebooks, args.allow_pending)
             failed = bool(lines)
+            if args.allow_pending:
+                waiting = pending(root, notebooks)
+                lines += [
+                    f"{name}: {n} entries marked for retranslation" for name, n in waiting.items()
+                ]
         else:
             lines = glossary_check(root, notebooks)
             failed = bool(lines)

@@ -93,34 +93,59 @@ def _short(text: str, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+# Shown at the top of a Chinese notebook while some of its text keeps the English because
+# the English changed after it was translated (fuzzy) or is new (untranslated): the reader
+# sees that the translation is behind, instead of a silently stale one.
+PENDING_NOTICE = (
+    "\n\n> **译文待更新：** 英文版修改后，本笔记本有 {n} 处文字尚未重新翻译，暂以英文原文显示"
+    "（i18n/zh_CN/{stem}.po 中标为 fuzzy 或未翻译的条目）。"
+)
+
+
 def translate_notebook(nb, po: polib.POFile, name: str, notebook_names: set[str]):
-    """The Chinese notebook (a copy); untranslated or fuzzy entries keep the English."""
+    """The Chinese notebook (a copy); untranslated or fuzzy entries keep the English, and
+    then the title cell says how many places are waiting for a translation."""
     table = _lookup(po)
+    pending = 0
 
     def tr(ctx: str, text: str) -> str:
+        nonlocal pending
         entry = table.get((ctx, text))
         if entry is None or not entry.msgstr or "fuzzy" in entry.flags:
+            pending += 1
             return text
         return entry.msgstr
 
     out = copy.deepcopy(nb)
+    title = None
     for cell in out["cells"]:
         if cell["cell_type"] == "markdown":
             if is_generated(cell):
                 cell["source"] = badges.badge_source(f"{LANG_DIR}/{name}")
             elif cell["source"].strip():
                 cell["source"] = fix_links(tr(MARKDOWN, cell["source"]), notebook_names)
+                title = cell if title is None else title
         elif cell["cell_type"] == "code":
             cell["source"] = replace_comments(cell["source"], lambda t: tr(COMMENT, t))
+    if pending and title is not None:
+        stem = name.removesuffix(".ipynb")
+        title["source"] = title["source"].rstrip("\n") + PENDING_NOTICE.format(n=pending, stem=stem)
     return out
 
 
-def build_one(root: Path, path: Path, allow_untranslated: bool = False):
+def build_one(
+    root: Path, path: Path, allow_untranslated: bool = False, allow_pending: bool = False
+):
+    """``allow_pending``: entries marked for retranslation (fuzzy or untranslated, as
+    `update` leaves them) keep the English, and the title says so; English that `update`
+    has not merged yet (no entry at all) still refuses."""
     nb = read_notebook(path)
     po = load_catalogue(catalogue_path(root, path))
     if not catalogue_path(root, path).exists() and not allow_untranslated:
         raise TranslationError(f"{path.name}: no catalogue; run `translations.py update` first")
     bad = problems(po, extract(nb))
+    if allow_pending and not allow_untranslated:
+        bad = {"missing": bad["missing"], "untranslated": [], "fuzzy": []}
     if any(bad.values()) and not allow_untranslated:
         counts = ", ".join(f"{len(v)} {k}" for k, v in bad.items() if v)
         detail = "\n".join(f"    {k}: {line}" for k, v in bad.items() for line in v[:5])
@@ -129,11 +154,17 @@ def build_one(root: Path, path: Path, allow_untranslated: bool = False):
     return translate_notebook(nb, po, path.name, names)
 
 
-def build(root: Path, notebooks: list[Path], allow_untranslated: bool, run: bool) -> list[str]:
+def build(
+    root: Path,
+    notebooks: list[Path],
+    allow_untranslated: bool,
+    run: bool,
+    allow_pending: bool = False,
+) -> list[str]:
     errors, built = [], []
     for path in notebooks:
         try:
-            built.append((path, build_one(root, path, allow_untranslated)))
+            built.append((path, build_one(root, path, allow_untranslated, allow_pending)))
         except TranslationError as err:
             errors.append(str(err))
     if errors:
