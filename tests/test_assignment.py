@@ -1,15 +1,17 @@
 """The exercises as an nbgrader assignment (tools/make_assignment.py, `make assignment`).
 
 The fast tests check the source assignment's cell metadata. The ``nbgrader``-marked ones
-(``pytest -m nbgrader``; about a minute) run the teacher's whole path once: build the source
-assignment, ``nbgrader generate_assignment``, then ``nbgrader autograde`` two submissions made
-from the *release* version, and ``nbgrader generate_feedback``:
+(``pytest -m nbgrader``; 30-60 s) run the teacher's whole path once, with nbgrader's commands
+as a teacher types them: build the source assignment, ``nbgrader generate_assignment``, then
+``nbgrader autograde`` two submissions made from the *release* version, and
+``nbgrader generate_feedback``:
 
 * "full": every answer cell holds the solution, so every exercise gets all its points;
-* "wrong": the same, except that the first graded exercise of each lesson returns a
-  perturbed result (its solution, wrapped: tensors shifted by 0.5 or inverted, numbers + 1,
-  a module's output shifted), so exactly those exercises lose their points, and the feedback
-  report shows the message the checker gives for each of them.
+* "wrong": the same, except that the first graded exercise of each lesson (whose function
+  no other answer calls) returns a perturbed result (its solution, wrapped: tensors shifted
+  by 0.5 or inverted, numbers + 1, a module's output shifted), so exactly those exercises
+  lose their points, and the feedback report shows, in each one's test cell, the message
+  the checker gives for it when run here in-process.
 
 Nothing here names an exercise: both submissions follow the notebook's markers, tags and
 checker calls, so the tests hold while the exercise set changes.
