@@ -155,3 +155,22 @@ def test_the_readme_quotes_the_guides_total_time():
     assert said.groups() == (present, hands_on)
     hours = round((int(present) + int(hands_on)) / 60)
     assert f"about {hours} hours" in readme
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("0[1-8]_*.ipynb")), ids=lambda p: p.stem)
+def test_what_we_built_comes_right_before_the_exercises(path):
+    """Every lesson ends the same way: "What we built" (and its checklist), then the
+    exercises block, then the link to the next notebook."""
+    nb = cells(path)
+    built = [
+        i for i, c in enumerate(nb) if c.cell_type == "markdown" and "## What we built" in c.source
+    ]
+    block = [i for i, c in enumerate(nb) if "lesson-exercises" in c.metadata.get("tags", [])]
+    assert len(built) == 1, f"{path.name}: 'What we built' cells at {built}"
+    assert block, f"{path.name} has no exercises block"
+    between = nb[built[0] + 1 : block[0]]
+    assert all(c.cell_type == "markdown" and c.source.startswith("Checklist") for c in between), (
+        f"{path.name}: cells {built[0] + 1}..{block[0] - 1} sit between 'What we built' and the "
+        "exercises"
+    )
+    assert block[-1] == len(nb) - 2 and "[Next:" in nb[-1].source
