@@ -10,6 +10,9 @@ PIP    := $(BIN)/python -m pip
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 JOBS ?= auto
 BROWSER_TESTS := tests/test_browser.py tests/test_slides_browser.py
+# The classroom hub's tests start a hub and run a class of kernels: they run with the browser
+# tests, after the rest, so they are not timed out by nbval competing for the cores.
+BROWSER_TESTS += tests/test_hub.py
 NOT_BROWSER := $(foreach t,$(BROWSER_TESTS),--ignore=$(t))
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
              --ignore-glob='*/.ipynb_checkpoints/*'
@@ -93,6 +96,24 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m attention_lab bench
+	$(MAKE) bench-capacity
+
+# The classroom JupyterHub (hub/README.md): its own venv at a path every student can execute
+# (HUB_VENV), the proxy from hub/package-lock.json, then the hub on 127.0.0.1:8000, as root.
+HUB_VENV ?= /opt/attention-lab-hub/venv
+.PHONY: hub hub-env bench-capacity
+hub-env:
+	HUB_VENV=$(HUB_VENV) bash tools/hub_env.sh
+
+hub: hub-env
+	@test "$$(id -u)" = 0 || { echo "make hub runs as root: it starts each student's server as their own user"; exit 1; }
+	HUB_VENV=$(HUB_VENV) $(HUB_VENV)/bin/jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
+
+# Memory and CPU of one student's server per notebook, and 1, 2, 4 students running 08 at
+# once, on a private hub (root only; skipped otherwise): teaching/README.md, "Running it for a class".
+bench-capacity: $(STAMP)
+	@if [ "$$(id -u)" = 0 ]; then HUB_VENV=$(HUB_VENV) $(BIN)/python -m attention_lab.bench.capacity; \
+	else echo "bench-capacity: skipped (needs root to create the students' system users)"; fi
 
 explore: $(STAMP)
 	JUPYTER_PATH=$(CURDIR)/share/jupyter $(BIN)/voila notebooks/explorer.ipynb \

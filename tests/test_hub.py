@@ -1,0 +1,301 @@
+"""The classroom JupyterHub of hub/ (`make hub`), started for real on 127.0.0.1.
+
+- A class of five: students created through the REST API, five servers started at once,
+  each running as its student's own system user, each running notebook 01 through the
+  kernel API; the hub stays up; stopping it leaves no process and deleting the class no
+  system user behind.
+- An intruder: student A cannot read or write B's files (through the file system, A's own
+  kernel or A's own contents API), nor reach B's server or kernel through the proxy, B's
+  server's own port or the hub's API with A's token or A's login cookie; an unapproved
+  sign-up cannot log in; a wrong password is refused.
+
+Needs root (one system user per student), useradd, Node.js and npm; skipped with the reason
+otherwise, except in CI (CI=true or ATTENTION_LAB_REQUIRE_HUB=1), where it must run. The
+first run builds the hub's venv (tools/hub_env.sh, about 1.5 min); later runs reuse it.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "01_weighted_average.ipynb"
+REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATTENTION_LAB_REQUIRE_HUB") == "1"
+
+
+def _missing() -> str | None:
+    if os.name != "posix" or os.geteuid() != 0:
+        return "needs root: the hub runs each student's server as their own system user"
+    for tool in ("useradd", "userdel", "runuser", "node", "npm"):
+        if shutil.which(tool) is None:
+            return f"needs {tool}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def classroom():
+    reason = _missing()
+    if reason:
+        if REQUIRED:
+            pytest.fail(f"the hub tests must run in CI: {reason}")
+        pytest.skip(reason)
+    from attention_lab.bench import classroom
+
+    classroom.build_hub_env()
+    return classroom
+
+
+def _run_as(user: str, *cmd: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["runuser", "-u", user, "--", *cmd], capture_output=True, text=True)
+
+
+def test_class_of_five(classroom):
+    t0 = time.perf_counter()
+    names = [f"s{i}" for i in range(1, 6)]
+    with classroom.running_hub() as hub:
+        prefix = hub.prefix
+        for name in names:
+            hub.create_student(name)
+        tokens = {name: hub.token_for(name) for name in names}
+        for name in names:  # ask for all five servers at once, as a class does
+            r = hub.api("POST", f"/users/{name}/server")
+            assert r.status_code in (201, 202), r.text
+        for name in names:
+            hub.wait_ready(name)
+        t_ready = time.perf_counter() - t0
+
+        uids = {}
+        for name in names:
+            pw = pwd.getpwnam(prefix + name)
+            uids[name] = pw.pw_uid
+            home = Path(pw.pw_dir)
+            st = home.stat()
+            assert (st.st_uid, st.st_mode & 0o777) == (pw.pw_uid, 0o700), home
+            copied = home / "attention-lab" / NOTEBOOK.name
+            assert copied.stat().st_uid == pw.pw_uid
+            assert copied.read_bytes() == (classroom.CHAPTER / NOTEBOOK.name).read_bytes()
+            pid = hub.server_pid(name)
+            assert pid is not None, f"no server process runs as {pw.pw_name}"
+        assert len(set(uids.values())) == 5  # five system users, not one shared one
+
+        def run(name: str) -> tuple[str, int, float]:
+            t = time.perf_counter()
+            with hub.server(name, tokens[name]).kernel() as k:
+                whoami = k.execute("import os; print(os.getuid())")["stdout"].strip()
+                assert whoami == str(uids[name]), (name, whoami)
+                cells = k.run_notebook(NOTEBOOK)
+            return name, cells, time.perf_counter() - t
+
+        import psutil
+
+        tree = psutil.Process(hub.proc.pid).children(recursive=True)
+        assert any("configurable-http-proxy" in " ".join(p.cmdline()) for p in tree)
+        with ThreadPoolExecutor(len(names)) as pool:
+            results = list(pool.map(run, names))
+        assert [r[0] for r in results] == names and all(r[1] >= 8 for r in results)
+        assert hub.proc.poll() is None, "the hub went down"
+        assert hub.api("GET", "/").status_code == 200
+        users = {u["name"]: u for u in hub.api("GET", "/users").json()}
+        assert all(users[n]["servers"][""]["ready"] for n in names)
+
+        classroom.stop_hub(hub)
+        assert hub.proc.returncode is not None
+        _, alive = psutil.wait_procs(tree, timeout=15)
+        assert not alive, f"left behind: {[(p.pid, p.name()) for p in alive]}"
+        for name, uid in uids.items():
+            assert not classroom.processes_of(uid), f"{name} still has processes"
+    assert not classroom.users_with_prefix(prefix), "system users left behind"
+    assert not any(Path("/home", prefix + n).exists() for n in names)
+    times = ", ".join(f"{t:.0f}" for _, _, t in results)
+    print(
+        f"\nclass of five: servers ready after {t_ready:.0f} s; notebook 01 in each ({times} s); "
+        f"{time.perf_counter() - t0:.0f} s in all"
+    )
+
+
+def _form(session, url: str, data: dict):
+    """POST a hub form with the _xsrf token its page carries."""
+    page = session.get(url, timeout=30)
+    m = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
+    if m:
+        data = dict(data, _xsrf=m.group(1))
+    return session.post(url, data=data, timeout=30, allow_redirects=False)
+
+
+def _logged_in(session, hub) -> bool:
+    r = session.get(f"{hub.url}/hub/api/user", timeout=30)
+    return r.status_code == 200
+
+
+def test_intruder(classroom):
+    import psutil
+    import requests
+
+    t0 = time.perf_counter()
+    with classroom.running_hub() as hub:
+        a, b = "alice", "bob"
+        good = "correct-horse-42"
+
+        # A signs up and waits; the teacher approves (the admin page /hub/authorize/<name>)
+        sa = requests.Session()
+        r = _form(
+            sa,
+            f"{hub.url}/hub/signup",
+            {"username": a, "signup_password": good, "signup_password_confirmation": good},
+        )
+        assert r.status_code == 200
+        r = _form(sa, f"{hub.url}/hub/login", {"username": a, "password": good})
+        assert "not been authorized" in r.text and not _logged_in(sa, hub)
+        # the teacher (admin_users) signs up, is approved at once, logs in and approves A
+        st = requests.Session()
+        teacher_pw = "teacher-pass-42"
+        fields = {"signup_password": teacher_pw, "signup_password_confirmation": teacher_pw}
+        _form(st, f"{hub.url}/hub/signup", {"username": "teacher", **fields})
+        r = _form(st, f"{hub.url}/hub/login", {"username": "teacher", "password": teacher_pw})
+        assert r.status_code == 302 and _logged_in(st, hub)
+        # a student cannot approve anyone: the page is the teacher's
+        assert sa.get(f"{hub.url}/hub/authorize/{a}", timeout=30).status_code == 403
+        approve = st.get(f"{hub.url}/hub/authorize/{a}", allow_redirects=False, timeout=30)
+        assert approve.status_code == 302, approve.status_code
+        assert a in st.get(f"{hub.url}/hub/authorize", timeout=30).text
+
+        # a wrong password is refused; the right one logs in
+        r = _form(sa, f"{hub.url}/hub/login", {"username": a, "password": good + "x"})
+        assert "Invalid username or password" in r.text and not _logged_in(sa, hub)
+        r = _form(sa, f"{hub.url}/hub/login", {"username": a, "password": good})
+        assert r.status_code == 302 and _logged_in(sa, hub)
+
+        # an unapproved sign-up cannot log in, even with the right password
+        su = requests.Session()
+        _form(
+            su,
+            f"{hub.url}/hub/signup",
+            {"username": "mallory", "signup_password": good, "signup_password_confirmation": good},
+        )
+        r = _form(su, f"{hub.url}/hub/login", {"username": "mallory", "password": good})
+        assert "not been authorized" in r.text and not _logged_in(su, hub)
+        assert r.status_code == 200 and "jupyterhub-session-id" not in r.headers.get(
+            "set-cookie", ""
+        )
+
+        # B is created by the teacher; both servers run; B keeps a secret and a kernel
+        hub.create_student(b)
+        ta, tb = hub.token_for(a), hub.token_for(b)
+        hub.start_server(a)
+        hub.start_server(b)
+        user_a, user_b = hub.system_user(a), hub.system_user(b)
+        home_b = Path(pwd.getpwnam(user_b).pw_dir)
+        srv_a, srv_b = hub.server(a, ta), hub.server(b, tb)
+        assert srv_b.put_text("secret.txt", "B's secret").status_code in (200, 201)
+        assert (home_b / "secret.txt").stat().st_uid == pwd.getpwnam(user_b).pw_uid
+        kid_b = srv_b.start_kernel()
+
+        # file system: A's own user cannot list, read or write B's home
+        for cmd in (
+            ["ls", str(home_b)],
+            ["cat", str(home_b / "secret.txt")],
+            ["touch", str(home_b / "from-a.txt")],
+            ["cp", "/etc/hostname", str(home_b / "attention-lab" / "01_weighted_average.ipynb")],
+        ):
+            r = _run_as(user_a, *cmd)
+            assert r.returncode != 0 and "Permission denied" in r.stderr, (cmd, r)
+
+        # A's own kernel is A's user: the same refusals from Python
+        with srv_a.kernel() as k:
+            for code in (
+                f"open({str(home_b / 'secret.txt')!r}).read()",
+                f"open({str(home_b / 'from-a.txt')!r}, 'w').write('x')",
+                f"import os; os.listdir({str(home_b)!r})",
+            ):
+                out = k.execute(code)
+                assert out["error"] and out["error"].startswith("PermissionError"), (code, out)
+
+        # A's own contents API stays inside A's home
+        rel = f"%2E%2E/{user_b}/secret.txt"
+        for path in (rel, f"..%2F{user_b}%2Fsecret.txt", f"{home_b}/secret.txt"):
+            r = srv_a.request("GET", f"/api/contents/{path}")
+            assert r.status_code in (400, 403, 404) and "B's secret" not in r.text, (path, r)
+            r = srv_a.put_text(path.replace("secret", "planted"), "from A")
+            assert r.status_code in (400, 403, 404), (path, r.status_code)
+        assert sorted(p.name for p in home_b.iterdir() if not p.name.startswith(".")) == [
+            "attention-lab",
+            "secret.txt",
+        ]
+
+        # B's server and kernel through the proxy, with A's token
+        as_a_on_b = hub.server(b, ta)
+        for method, path in (
+            ("GET", "/api/contents/secret.txt"),
+            ("GET", "/api/kernels"),
+            ("GET", f"/api/kernels/{kid_b}"),
+            ("POST", "/api/kernels"),
+            ("DELETE", f"/api/kernels/{kid_b}"),
+        ):
+            r = as_a_on_b.request(method, path, allow_redirects=False)
+            assert r.status_code == 403, (method, path, r.status_code)
+        import websocket
+
+        ws_url = f"{hub.url}/user/{b}/api/kernels/{kid_b}/channels".replace("http", "ws", 1)
+        with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+            websocket.create_connection(ws_url, header=[f"Authorization: token {ta}"], timeout=30)
+        assert refused.value.status_code == 403
+
+        # ... and on B's server's own port, past the proxy
+        pid_b = hub.server_pid(b)
+        ports = {
+            c.laddr.port
+            for c in psutil.Process(pid_b).net_connections("inet")
+            if c.status == psutil.CONN_LISTEN
+        }
+        assert ports
+        for port in ports:
+            r = requests.get(
+                f"http://127.0.0.1:{port}/user/{b}/api/contents/secret.txt",
+                headers={"Authorization": f"token {ta}"},
+                timeout=30,
+                allow_redirects=False,
+            )
+            assert r.status_code in (302, 403) and "B's secret" not in r.text, (port, r)
+
+        # ... and with A's login cookie: A's own server answers, B's refuses
+        # (opening a page logs the browser in to the server, through the hub's OAuth)
+        r = sa.get(f"{hub.url}/user/{a}/lab", timeout=60)
+        assert r.status_code == 200 and "JupyterLab" in r.text
+        r = sa.get(f"{hub.url}/user/{a}/api/contents", timeout=60)
+        assert r.status_code == 200 and r.json()["type"] == "directory"
+        r = sa.get(f"{hub.url}/user/{b}/lab", timeout=60)
+        assert r.status_code == 403 and "JupyterLab" not in r.text
+        r = sa.get(f"{hub.url}/user/{b}/api/contents/secret.txt", timeout=60)
+        assert r.status_code == 403 and "B's secret" not in r.text
+        cookie = "; ".join(f"{c.name}={c.value}" for c in sa.cookies)
+        with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+            websocket.create_connection(ws_url, header=[f"Cookie: {cookie}"], timeout=30)
+        assert refused.value.status_code == 403
+
+        # the hub's API: A's token cannot see or steer B
+        for method, path in (
+            ("GET", f"/users/{b}"),
+            ("POST", f"/users/{b}/server"),
+            ("DELETE", f"/users/{b}/server"),
+            ("POST", f"/users/{b}/tokens"),
+            ("GET", f"/users/{b}/tokens"),
+            ("GET", "/users"),
+            ("POST", "/users/eve"),
+        ):
+            r = hub.api(method, path, token=ta)
+            assert r.status_code in (403, 404), (method, path, r.status_code)
+            if method == "GET" and path == "/users":
+                assert b not in r.text
+        assert hub.api("GET", f"/users/{b}").json()["servers"][""]["ready"]
+        assert srv_b.request("GET", f"/api/kernels/{kid_b}").status_code == 200
+        assert srv_b.request("GET", "/api/contents/secret.txt").json()["content"] == "B's secret"
+    print(f"\nintruder test: {time.perf_counter() - t0:.0f} s")

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Build the classroom hub's own environment (`make hub-env`; `make hub` and tests/test_hub.py
+# call it too):
+#   $HUB_VENV  a virtualenv that every student's system user can execute: JupyterHub,
+#              NativeAuthenticator, JupyterLab and this package (not editable), pinned by
+#              constraints.txt. The repository's .venv will not do: its interpreter, and often
+#              the clone itself, sit under a mode-700 home (/root), which a student cannot enter.
+#   $(dirname $HUB_VENV)/chapter  the notebooks a student's first spawn copies to ~/attention-lab.
+#   hub/node_modules  configurable-http-proxy from hub/package-lock.json (`npm ci`).
+# Re-running it is cheap: pip runs over the dependencies only when pyproject.toml or
+# constraints.txt changed; the package itself is reinstalled every time (a few seconds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+HUB_VENV=${HUB_VENV:-/opt/attention-lab-hub/venv}
+umask 022   # everything written here must be readable by the students
+
+runs_as_nobody() {  # can an unprivileged user execute this interpreter (and its stdlib)?
+    if [ "$(id -u)" != 0 ]; then "$1" -c 'import venv' 2>/dev/null; return; fi
+    runuser -u nobody -- "$1" -c 'import venv, ensurepip' >/dev/null 2>&1
+}
+
+if [ -z "${HUB_PYTHON:-}" ]; then
+    for py in /usr/bin/python3.12 /usr/bin/python3.11 /usr/bin/python3 /usr/local/bin/python3 "$(command -v python3)"; do
+        if [ -x "$py" ] && "$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+            && runs_as_nobody "$py"; then HUB_PYTHON=$py; break; fi
+    done
+fi
+if [ -z "${HUB_PYTHON:-}" ]; then
+    echo "hub_env: no Python >= 3.10 with venv that other users can execute (set HUB_PYTHON)" >&2
+    exit 1
+fi
+
+# Rebuilt from scratch only for another interpreter; when pyproject.toml or constraints.txt
+# change, pip brings the venv to the new pins (only what changed is installed).
+py_id=$("$HUB_PYTHON" -c 'import sys; print(sys.executable, sys.version.split()[0])')
+pins=$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
+if [ ! -x "$HUB_VENV/bin/python" ] || [ "$(cat "$HUB_VENV/.python" 2>/dev/null)" != "$py_id" ]; then
+    echo "hub_env: building $HUB_VENV with $HUB_PYTHON"
+    rm -rf "$HUB_VENV"
+    mkdir -p "$(dirname "$HUB_VENV")"
+    chmod 755 "$(dirname "$HUB_VENV")"
+    "$HUB_PYTHON" -m venv "$HUB_VENV"
+    echo "$py_id" > "$HUB_VENV/.python"
+fi
+quiet_pip() {  # (the grep drops pip's notes about this machine's empty local indexes)
+    "$HUB_VENV/bin/python" -m pip install --quiet -c constraints.txt "$@" 2>&1 \
+        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+}
+if [ "$(cat "$HUB_VENV/.installed" 2>/dev/null)" != "$pins" ]; then
+    echo "hub_env: installing the pinned .[lab,hub] into $HUB_VENV"
+    quiet_pip ".[lab,hub]"
+    "$HUB_VENV/bin/python" -m ipykernel install --sys-prefix --name python3 >/dev/null
+    echo "$pins" > "$HUB_VENV/.installed"
+fi
+quiet_pip --no-deps --force-reinstall .   # the package as it is now (a few seconds)
+chmod -R a+rX "$HUB_VENV"
+if [ "$(id -u)" = 0 ]; then
+    runuser -u nobody -- "$HUB_VENV/bin/python" -c 'import attention_lab, jupyterhub, torch' \
+        || { echo "hub_env: $HUB_VENV is not usable by other users" >&2; exit 1; }
+fi
+
+# The chapter that each student's first spawn copies into ~/attention-lab (the English
+# edition), world-readable beside the venv: the hub copies it as the student.
+CHAPTER=$(dirname "$HUB_VENV")/chapter
+rm -rf "$CHAPTER.new" && mkdir -p "$CHAPTER.new"
+cp notebooks/*.ipynb "$CHAPTER.new/"
+chmod -R a+rX "$CHAPTER.new" && rm -rf "$CHAPTER" && mv "$CHAPTER.new" "$CHAPTER"
+
+if [ ! -x hub/node_modules/.bin/configurable-http-proxy ] \
+    || ! cmp -s hub/package-lock.json hub/node_modules/.installed-from-lock.json; then
+    (cd hub && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.installed-from-lock.json)
+fi
+echo "hub_env: $HUB_VENV ready ($("$HUB_VENV/bin/python" --version)), $(hub/node_modules/.bin/configurable-http-proxy --version 2>/dev/null | head -1 || echo 'configurable-http-proxy') in hub/node_modules"
