@@ -29,6 +29,7 @@ LANG_ARGS := $(if $(LANG_EDITION),--LabApp.user_settings_dir=$(CURDIR)/share/jup
 help:
 	@echo "make lab        set up .venv and open the chapter in JupyterLab"
 	@echo "make test       set up .venv and run ruff, the unit tests and nbval over every notebook"
+	@echo "make lock       rewrite constraints.txt from pyproject.toml (after changing a range there)"
 	@echo "make test-colab the explorer under Colab's ipywidgets 7.7.1 (a second venv, .venv-colab)"
 	@echo "make demo       train the copy task from the command line (python -m attention_lab demo)"
 	@echo "make bench      measure speed and memory of every implementation; writes bench-results/"
@@ -45,10 +46,40 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+# Which build of PyTorch (tools/torch_index.py): auto = the CPU build from PyTorch's CPU index
+# on Linux without an NVIDIA GPU (PyPI's Linux wheel is the CUDA build, over 1 GB more), PyPI's
+# otherwise; `make lab TORCH=cpu` or TORCH=cuda forces one, TORCH=default leaves it to pip.
+# Where the CPU index is unreachable, torch comes from the default index (one line says so).
+TORCH ?= auto
+TORCH_CHOICE := $(VENV)/.torch-$(TORCH)
+
+$(TORCH_CHOICE): | $(BIN)/python
+	@rm -f $(VENV)/.torch-*
+	@touch $@
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt $(TORCH_CHOICE)
+	$(BIN)/python tools/torch_index.py --torch $(TORCH) --constraints constraints.txt
 	$(PIP) install --quiet -c constraints.txt -e ".[lab,test,zh,class]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $(STAMP)
+
+# `make lock` rewrites constraints.txt from pyproject.toml (every extra) and tools/lock.in (the
+# torch release, and what binder/ installs beside the package) with uv's universal resolver:
+# one file for Python 3.10+ on Linux, macOS and Windows, with a marker where a version differs
+# (each Python gets the newest release that supports it). The pins there now are kept wherever
+# they still fit; LOCK_ARGS=--upgrade (or --upgrade-package NAME) moves them.
+UV_VERSION := 0.13.9
+LOCK_ARGS ?=
+.PHONY: lock
+lock: $(BIN)/python
+	$(PIP) install --quiet uv==$(UV_VERSION)
+	cp constraints.txt $(VENV)/lock.txt
+	$(BIN)/uv pip compile --quiet --no-python-downloads pyproject.toml tools/lock.in \
+	    --all-extras --universal --python-version 3.10 --no-header --annotation-style line \
+	    $(LOCK_ARGS) -o $(VENV)/lock.txt
+	{ awk '!/^#/ {exit} {print}' constraints.txt; cat $(VENV)/lock.txt; } > $(VENV)/lock-new.txt
+	mv $(VENV)/lock-new.txt constraints.txt
+	@git diff --stat -- constraints.txt 2>/dev/null || true
 
 lab: $(STAMP)
 	@test -d $(LAB_DIR) || { echo "$(LAB_DIR) does not exist: run make translations"; exit 1; }
