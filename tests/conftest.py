@@ -3,11 +3,15 @@
 * Every test starts from ``torch.manual_seed(0)``, so a failure reproduces.
 * Torch runs on one thread here: the tensors are tiny, and on a busy 2-core CI machine
   two threads per process only add contention (the whole suite must stay fast).
-* ``CAUSAL_MODULES`` builds every causal module of the library, both paths of
-  ``MultiHeadSelfAttention`` included, so the causality tests cover all of them at once.
+* ``make_module`` builds every module of the library by a short name; ``CAUSAL_CASES`` lists
+  every causal one with each of its paths (both paths of ``MultiHeadSelfAttention`` and of
+  ``TinyLM``), so the one causality test (test_module_contract.py) covers all of them at once.
+* ``raises`` and ``message``: the error-message checks every test file uses.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
@@ -17,18 +21,31 @@ from attention_lab import (
     MultiHeadAttention,
     MultiHeadSelfAttention,
     SingleHeadAttention,
+    TinyLM,
 )
 
 torch.set_num_threads(1)
 
 B, T, D, H = 2, 6, 8, 2  # small sizes used across the tests
 CONTEXT = 10  # context_length: larger than T, so every module slices its mask buffer
+VOCAB = 64  # TinyLM's vocabulary
 
 
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
     yield
+
+
+# the fused block and TinyLM by mask kind (window=3 for "sliding")
+MASK_KINDS = {
+    "fused": "causal",
+    "fused_sliding": "sliding",
+    "fused_none": "none",
+    "tiny_lm": "causal",
+    "tiny_lm_sliding": "sliding",
+    "tiny_lm_none": "none",
+}
 
 
 def make_module(name: str, d_model: int = D, n_heads: int = H, context: int = CONTEXT, **kw):
@@ -39,19 +56,37 @@ def make_module(name: str, d_model: int = D, n_heads: int = H, context: int = CO
         module = CausalAttention(d_model, d_model, context, **kw)
     elif name == "multihead":
         module = MultiHeadAttention(d_model, n_heads, context, **kw)
-    elif name in ("fused", "fused_sliding", "fused_none"):
-        kind = {"fused": "causal", "fused_sliding": "sliding", "fused_none": "none"}[name]
+    elif name in MASK_KINDS:
+        kind = MASK_KINDS[name]
         window = 3 if kind == "sliding" else None
-        module = MultiHeadSelfAttention(
-            d_model, n_heads, context, mask_kind=kind, window=window, **kw
-        )
+        if name.startswith("fused"):
+            module = MultiHeadSelfAttention(
+                d_model, n_heads, context, mask_kind=kind, window=window, **kw
+            )
+        else:
+            module = TinyLM(
+                vocab_size=VOCAB,
+                d_model=d_model,
+                n_heads=n_heads,
+                context_length=context,
+                mask_kind=kind,
+                window=window,
+                **kw,
+            )
     else:
         raise KeyError(name)
     return module.eval()
 
 
+def make_input(name: str, batch: int = B, length: int = T, d_model: int = D) -> torch.Tensor:
+    """An input for ``make_module(name)``: token ids (B, T) for a TinyLM, else (B, T, D)."""
+    if name.startswith("tiny_lm"):
+        return torch.randint(VOCAB, (batch, length))  # (B, T)
+    return torch.randn(batch, length, d_model)  # (B, T, D)
+
+
 # (module name, return_weights): return_weights=True takes the explicit path of the fused
-# block, False its F.scaled_dot_product_attention path.
+# block (and of the TinyLM around it), False its F.scaled_dot_product_attention path.
 CAUSAL_CASES = [
     ("causal", False),
     ("causal", True),
@@ -61,7 +96,26 @@ CAUSAL_CASES = [
     ("fused", True),
     ("fused_sliding", False),
     ("fused_sliding", True),
+    ("tiny_lm", False),
+    ("tiny_lm", True),
+    ("tiny_lm_sliding", False),
+    ("tiny_lm_sliding", True),
 ]
+# Modules without a causal mask: the causality test must fail on them (it can fail).
+NON_CAUSAL_CASES = [
+    ("single", False),
+    ("fused_none", False),
+    ("fused_none", True),
+    ("tiny_lm_none", False),
+    ("tiny_lm_none", True),
+]
+
+
+def case_ids(cases) -> list[str]:
+    """Test ids for (name, return_weights) cases: "fused-explicit", "causal-default"."""
+    return [f"{name}-{'explicit' if weights else 'default'}" for name, weights in cases]
+
+
 ALL_MODULES = ["single", "causal", "multihead", "fused", "fused_sliding", "fused_none"]
 
 
@@ -74,13 +128,41 @@ def run(module, x, return_weights: bool):
 
 
 def assert_future_does_not_leak(fn, x: torch.Tensor, t: int) -> None:
-    """Change every position after ``t``; outputs at positions 0..t must stay the same."""
+    """Change every position after ``t``; outputs at positions 0..t must stay the same.
+
+    ``x`` is (B, T, D) vectors or (B, T) token ids (each later id then becomes another id).
+    """
     changed = x.clone()
-    changed[:, t + 1 :] = torch.randn_like(changed[:, t + 1 :]) * 3.0
+    if x.is_floating_point():
+        changed[:, t + 1 :] = torch.randn_like(changed[:, t + 1 :]) * 3.0
+    else:
+        later = changed[:, t + 1 :]
+        changed[:, t + 1 :] = (later + torch.randint(1, VOCAB, later.shape)) % VOCAB
     before, after = fn(x), fn(changed)
     torch.testing.assert_close(after[:, : t + 1], before[:, : t + 1], rtol=0, atol=1e-6)
     # The change must matter somewhere, or the test proves nothing.
     assert not torch.allclose(after[:, t + 1 :], before[:, t + 1 :])
+
+
+def raises(exc, *fragments):
+    """pytest.raises that also checks every fragment appears in the message, literally."""
+    pattern = "".join(f"(?=.*{re.escape(f)})" for f in fragments)
+    return pytest.raises(exc, match=re.compile(pattern, re.DOTALL))
+
+
+def message(exc, call) -> str:
+    """The message of the ``exc`` that ``call()`` raises (for a test of the whole text)."""
+    with pytest.raises(exc) as caught:
+        call()
+    return str(caught.value)
+
+
+def graph_break_count(module: torch.nn.Module, *args) -> int:
+    """How many graph breaks ``torch.compile`` finds tracing ``module(*args)`` (0: one graph)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    return torch._dynamo.explain(module)(*args).graph_break_count
 
 
 # --- one trained model per task for the whole session ---------------------------------

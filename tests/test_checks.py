@@ -1,15 +1,19 @@
-"""Bad input gives a clear error: the exception names the offending value and a fix.
+"""The input checks of _checks.py: bad input gives a clear error that names the offending
+value and a fix, from every module that uses them (the attention modules, ``attention``,
+``TinyLM``, ``TinyLMConfig``, ``make_batch``).
 
 Each test pins the exception type, the value as the learner wrote it, and the words of
-the fix, so a message cannot quietly lose either half.
+the fix, so a message cannot quietly lose either half; some pin the whole message, word for
+word. Errors of other modules' own checks are tested with them (mask kinds: test_masks.py,
+task names: test_tasks.py, conversions: test_convert.py).
 """
 
 from __future__ import annotations
 
-import re
-
+import numpy as np
 import pytest
 import torch
+from conftest import message, raises
 
 from attention_lab import (
     CausalAttention,
@@ -18,19 +22,10 @@ from attention_lab import (
     SingleHeadAttention,
     TinyLM,
     attention,
-    build_mask,
     causal_mask,
     make_batch,
     sliding_window_mask,
-    train_tiny_lm,
 )
-
-
-def raises(exc, *fragments):
-    """pytest.raises that also checks every fragment appears in the message, literally."""
-    pattern = "".join(f"(?=.*{re.escape(f)})" for f in fragments)
-    return pytest.raises(exc, match=re.compile(pattern, re.DOTALL))
-
 
 MODULES = {
     "MultiHeadAttention": lambda d, h: MultiHeadAttention(d, h, 8),
@@ -163,44 +158,6 @@ def test_tiny_lm_with_one_dimensional_ids_says_add_a_batch_dimension():
 
 
 @pytest.mark.parametrize(
-    "call",
-    [lambda: make_batch("reverse"), lambda: train_tiny_lm("reverse", epochs=1, n_rows=8)],
-    ids=["make_batch", "train_tiny_lm"],
-)
-def test_unknown_task_name_lists_the_known_ones(call):
-    with raises(ValueError, "task='reverse'", "'copy'", "'previous'"):
-        call()
-
-
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda: build_mask("diagonal", 4),
-        lambda: MultiHeadSelfAttention(8, 2, 8, mask_kind="diagonal"),
-    ],
-    ids=["build_mask", "MultiHeadSelfAttention"],
-)
-def test_unknown_mask_kind_lists_the_known_ones(call):
-    with raises(ValueError, "kind='diagonal'", "'causal'", "'sliding'", "'none'"):
-        call()
-
-
-def test_mask_kind_typo_in_the_fused_block_is_caught():
-    with raises(ValueError, "kind='casual'"):
-        MultiHeadSelfAttention(8, 2, 8, mask_kind="casual")
-
-
-def test_a_window_without_the_sliding_mask_is_not_silently_ignored():
-    with raises(ValueError, "window=4", "mask_kind='sliding'"):
-        MultiHeadSelfAttention(8, 2, 8, mask_kind="causal", window=4)
-
-
-def test_sliding_mask_without_a_window_asks_for_one():
-    with raises(ValueError, "'sliding'", "window=8"):
-        MultiHeadSelfAttention(8, 2, 8, mask_kind="sliding")
-
-
-@pytest.mark.parametrize(
     "call, name",
     [
         (lambda: causal_mask(0), "T=0"),
@@ -218,3 +175,162 @@ def test_sizes_below_one_name_the_value_and_ask_for_a_positive_int(call, name):
 def test_a_float_size_that_is_a_whole_number_is_told_the_int_to_use():
     with raises(ValueError, "context_length=12.0", "pass context_length=12"):
         CausalAttention(8, 8, context_length=12.0)
+
+
+# --- the whole message, word for word -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: SingleHeadAttention(0, 4), "d_in=0"),
+        (lambda: SingleHeadAttention(4, -1), "d_out=-1"),
+        (lambda: CausalAttention(0, 4, 8), "d_in=0"),
+        (lambda: CausalAttention(4, 0, 8), "d_out=0"),
+        (lambda: MultiHeadAttention(8, 2, 0), "context_length=0"),
+        (lambda: MultiHeadSelfAttention(8, 2, -3), "context_length=-3"),
+        (lambda: MultiHeadSelfAttention(8, 2, 8, mask_kind="sliding", window=0), "window=0"),
+    ],
+)
+def test_module_sizes_below_one_are_named_in_the_error(call, name):
+    with raises(ValueError, name, "must be a whole number >= 1"):
+        call()
+
+
+def test_d_model_smaller_than_n_heads_is_told_the_smallest_size_that_works():
+    with pytest.raises(ValueError) as caught:
+        MultiHeadAttention(2, 4, 8)
+    assert str(caught.value).endswith("of n_heads (for example d_model=4)")
+
+
+@pytest.mark.parametrize(
+    "shape, tail",
+    [
+        ((5, 8), " add a batch dimension with x.unsqueeze(0)"),
+        ((1, 1, 5, 8), " reshape it to rank 3"),
+    ],
+)
+def test_input_of_the_wrong_rank_gets_the_whole_message(shape, tail):
+    with pytest.raises(ValueError) as caught:
+        MultiHeadAttention(8, 2, 8)(torch.randn(shape))
+    assert str(caught.value) == (
+        f"x has shape {shape} (rank {len(shape)}), but attention modules take "
+        f"(B, T, D) = (batch, time, features);{tail}"
+    )
+
+
+def test_a_mask_of_the_wrong_rank_type_or_length_is_refused_in_words():
+    q = torch.randn(2, 4, 3)  # (B, T_q, d_k)
+    k = torch.randn(2, 5, 3)  # (B, T_k, d_k)
+    cases = [
+        (torch.zeros(5, dtype=torch.bool), ValueError, "mask has shape (5,), but the scores"),
+        (torch.zeros(4, 6, dtype=torch.bool), ValueError, "slice it with mask[:4, :5]"),
+        ([[False] * 5] * 4, TypeError, "mask must be a torch.Tensor of dtype bool, got list"),
+    ]
+    for mask, exc, fragment in cases:
+        with raises(exc, fragment):
+            attention(q, k, k, mask)
+    with pytest.raises(TypeError) as caught:
+        attention(q, k, k, torch.zeros(4, 5))
+    assert str(caught.value) == (
+        "mask has dtype torch.float32; it must be torch.bool with True = blocked "
+        "(build one with attention_lab.causal_mask, or convert with mask.bool())"
+    )
+
+
+def test_a_mask_whose_leading_dimensions_do_not_fit_says_which_would():
+    q = torch.randn(2, 4, 3)  # (B, T_q, d_k): scores are (2, 4, 5)
+    k = torch.randn(2, 5, 3)  # (B, T_k, d_k)
+    with pytest.raises(ValueError) as caught:
+        attention(q, k, k, torch.zeros(3, 4, 5, dtype=torch.bool))
+    assert str(caught.value) == (
+        "mask has shape (3, 4, 5), which does not broadcast to the scores (2, 4, 5); "
+        "pass a (4, 5) mask, or give it leading dimensions of size 1 or equal to (2,)"
+    )
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: CausalAttention(8, 8, context_length=1.0),
+            "context_length=1.0 must be a whole number >= 1; pass context_length=1",
+        ),
+        (
+            lambda: sliding_window_mask(6, 0.5),
+            "window=0.5 must be a whole number >= 1; pass a positive int, e.g. window=8",
+        ),
+        (
+            lambda: MultiHeadAttention(0, 2, 8),
+            "d_model=0 must be a whole number >= 1; pass a positive int, e.g. d_model=32",
+        ),
+    ],
+)
+def test_a_size_error_says_the_int_to_pass(call, message):
+    with pytest.raises(ValueError) as caught:
+        call()
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("dropout", ["0.1", None])
+def test_dropout_that_is_not_a_number_is_refused_with_the_range(dropout):
+    with pytest.raises(ValueError) as caught:
+        CausalAttention(8, 8, 8, dropout=dropout)
+    assert str(caught.value) == (
+        f"dropout={dropout!r} must be in [0, 1): it is the probability of dropping an attention "
+        "weight; use 0.0 to switch dropout off"
+    )
+
+
+def test_a_sequence_of_exactly_context_length_is_accepted_and_one_more_is_not():
+    module = MultiHeadAttention(8, 2, 6).eval()
+    assert module(torch.randn(1, 6, 8)).shape == (1, 6, 8)
+    with raises(ValueError, "x has T=7 positions, more than context_length=6"):
+        module(torch.randn(1, 7, 8))
+
+
+def test_integer_input_is_told_to_go_through_an_embedding_in_one_whole_sentence():
+    with pytest.raises(TypeError) as caught:
+        SingleHeadAttention(8, 4)(torch.zeros(1, 3, 8, dtype=torch.int64))
+    assert str(caught.value) == (
+        "x has dtype torch.int64, but attention needs floating-point vectors; "
+        "token ids go through an nn.Embedding first (or call .float() on real-valued data)"
+    )
+
+
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+def test_attention_names_the_argument_that_is_not_floating_point(which):
+    tensors = dict(zip("qkv", torch.randn(3, 2, 4, 3).unbind(0)))  # 3 x (B, T, d)
+    tensors[which] = tensors[which].long()
+    with raises(TypeError, f"{which} has dtype torch.int64, but attention needs floating-point"):
+        attention(tensors["q"], tensors["k"], tensors["v"])
+
+
+def test_attention_shape_mismatches_are_told_in_whole_sentences():
+    q = torch.randn(2, 4, 3)  # (B, T_q, d_k)
+    assert message(ValueError, lambda: attention(q, torch.randn(2, 4, 6), q)) == (
+        "q has d_k=3 but k has d_k=6; queries and keys must have "
+        "the same last dimension to take their dot product"
+    )
+    k, v = torch.randn(2, 5, 3), torch.randn(2, 4, 3)  # (B, T_k, d), (B, T_v, d)
+    assert message(ValueError, lambda: attention(q, k, v)) == (
+        "k has 5 positions but v has 4; each key needs one value"
+    )
+
+
+# --- what is a size -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("integer", [np.int64, np.int32, np.uint8, int])
+def test_numpy_integers_are_sizes(integer):
+    block = MultiHeadSelfAttention(integer(8), integer(2), integer(10))
+    assert block.d_head == 4 and type(block.d_model) is int
+    x, _ = make_batch("previous", integer(3), integer(5), integer(7))
+    assert x.shape == (3, 5)
+    assert TinyLM(n_heads=np.int64(2)).config.n_heads == 2
+
+
+@pytest.mark.parametrize("value", [8.0, True, "8"])
+def test_floats_bools_and_strings_are_not_sizes(value):
+    with pytest.raises(ValueError, match=f"d_model={value!r}"):
+        MultiHeadSelfAttention(value, 2, 10)

@@ -132,3 +132,35 @@ def test_gradients_reach_queries_keys_and_values():
     for name, t in (("q", q), ("k", k), ("v", v)):
         assert t.grad is not None and t.grad.abs().sum() > 0, name
         assert torch.isfinite(t.grad).all(), name
+
+
+# --- masks that broadcast when T_q differs from T_k -----------------------------------
+
+
+def _reference_attention(q, k, v, blocked):
+    """softmax(q kᵀ / sqrt(d)) v with a loop over (query, key) pairs: no broadcasting tricks."""
+    T_q, T_k = q.shape[-2], k.shape[-2]
+    scores = torch.empty(*q.shape[:-1], T_k)  # (..., T_q, T_k)
+    for i in range(T_q):
+        for j in range(T_k):
+            s = (q[..., i, :] * k[..., j, :]).sum(-1) / q.shape[-1] ** 0.5
+            scores[..., i, j] = s.masked_fill(torch.tensor(blocked(i, j)), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v  # (..., T_q, d_v)
+
+
+@pytest.mark.parametrize(
+    "mask_shape, blocked",
+    [
+        ((4, 6), lambda i, j: j > i + 2),  # one row per query and one column per key
+        ((1, 6), lambda i, j: j in (0, 3)),  # a key padding mask: the same row for every query
+        ((4, 1), lambda i, j: False),  # one flag per query, broadcast over the keys
+    ],
+)
+def test_masks_broadcast_over_queries_or_keys_when_t_q_differs_from_t_k(mask_shape, blocked):
+    q = torch.randn(2, 4, 3)  # (B, T_q, d_k)
+    k, v = torch.randn(2, 2, 6, 3).unbind(0)  # 2 x (B, T_k, d_k)
+    rows, cols = mask_shape
+    mask = torch.tensor([[blocked(i, j) for j in range(cols)] for i in range(rows)])
+    out, weights = attention(q, k, v, mask)  # (B, T_q, d_k), (B, T_q, T_k)
+    torch.testing.assert_close(out, _reference_attention(q, k, v, blocked))
+    assert weights.shape == (2, 4, 6)

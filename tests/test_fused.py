@@ -1,21 +1,21 @@
-"""``MultiHeadSelfAttention``: the fused block, its two paths, and its weight conversions
-(notebook 07)."""
+"""``MultiHeadSelfAttention``: the fused block and its two paths (notebook 07).
+
+Its weight conversions (from_separate, to_torch, ...): test_convert.py; its causality and
+what it shares with every module: test_module_contract.py.
+"""
 
 from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn as nn
-from conftest import CONTEXT, B, D, H, T, assert_future_does_not_leak, make_module, run
+import torch.nn.functional as F
+from conftest import CONTEXT, B, D, H, T, graph_break_count, make_module, run
 
-from attention_lab import (
-    MultiHeadAttention,
-    MultiHeadSelfAttention,
-    causal_mask,
-    sliding_window_mask,
-)
+from attention_lab import MultiHeadSelfAttention, build_mask, causal_mask, sliding_window_mask
 
 KINDS = ["fused", "fused_sliding", "fused_none"]
+# (mask_kind, window) of each kind
+KIND_WINDOWS = [("causal", None), ("sliding", 3), ("none", None)]
 
 
 @pytest.mark.parametrize("name", KINDS)
@@ -39,21 +39,8 @@ def test_explicit_path_matches_the_sdpa_path(name, dtype):
     torch.testing.assert_close(fast, explicit)
 
 
-@pytest.mark.parametrize("name", ["fused", "fused_sliding"])
-@pytest.mark.parametrize("return_weights", [False, True], ids=["sdpa_path", "explicit_path"])
-def test_future_tokens_do_not_change_earlier_outputs_of_the_fused_block(name, return_weights):
-    module = make_module(name)
-    x = torch.randn(B, T, D)  # (B, T, D)
-    for t in range(T - 1):
-        assert_future_does_not_leak(lambda inp: run(module, inp, return_weights), x, t)
-
-
-@pytest.mark.parametrize("return_weights", [False, True], ids=["sdpa_path", "explicit_path"])
-def test_the_unmasked_block_lets_the_future_change_the_past(return_weights):
-    module = make_module("fused_none")
-    x = torch.randn(B, T, D)  # (B, T, D)
-    with pytest.raises(AssertionError):
-        assert_future_does_not_leak(lambda inp: run(module, inp, return_weights), x, t=2)
+# Causality of both paths of every mask kind (and that "none" lets the future leak):
+# test_module_contract.py (CAUSAL_CASES, NON_CAUSAL_CASES).
 
 
 def test_sliding_block_forgets_tokens_older_than_the_window():
@@ -87,110 +74,6 @@ def test_sliding_weights_are_zero_outside_the_window():
     assert outside.sum() == 10
     assert (weights[..., outside] == 0).all()
     assert (weights[..., causal_mask(12)] == 0).all()
-
-
-def test_from_separate_computes_the_same_function_as_multihead_attention():
-    separate = MultiHeadAttention(D, H, CONTEXT).eval()
-    fused = MultiHeadSelfAttention.from_separate(separate).eval()
-    x = torch.randn(B, T, D)  # (B, T, D)
-    out_sep, w_sep = separate(x, return_weights=True)
-    out_fused, w_fused = fused(x, return_weights=True)
-    torch.testing.assert_close(out_fused, out_sep)
-    torch.testing.assert_close(fused(x), out_sep)  # the SDPA path too
-    torch.testing.assert_close(w_fused, w_sep)
-
-
-def test_from_separate_keeps_qkv_biases():
-    separate = MultiHeadAttention(D, H, CONTEXT, qkv_bias=True).eval()
-    with torch.no_grad():
-        for layer in (separate.W_q, separate.W_k, separate.W_v):
-            layer.bias.normal_()
-    fused = MultiHeadSelfAttention.from_separate(separate).eval()
-    x = torch.randn(B, T, D)  # (B, T, D)
-    torch.testing.assert_close(fused(x), separate(x))
-
-
-@pytest.mark.parametrize("bias", [True, False])
-def test_to_separate_round_trips_the_weights(bias):
-    fused = MultiHeadSelfAttention(D, H, CONTEXT, qkv_bias=bias, out_bias=bias).eval()
-    separate = fused.to_separate().eval()
-    x = torch.randn(B, T, D)  # (B, T, D)
-    torch.testing.assert_close(separate(x), fused(x))
-    back = MultiHeadSelfAttention.from_separate(separate)
-    torch.testing.assert_close(back.qkv.weight, fused.qkv.weight, rtol=0, atol=0)
-    torch.testing.assert_close(back.out_proj.weight, fused.out_proj.weight, rtol=0, atol=0)
-    if bias:
-        torch.testing.assert_close(back.qkv.bias, fused.qkv.bias, rtol=0, atol=0)
-        torch.testing.assert_close(back.out_proj.bias, fused.out_proj.bias, rtol=0, atol=0)
-    torch.testing.assert_close(back.eval()(x), fused(x))
-
-
-def test_to_separate_refuses_a_block_that_is_not_causal():
-    with pytest.raises(ValueError, match="mask_kind='sliding'"):
-        make_module("fused_sliding").to_separate()
-
-
-def _torch_mha(bias: bool = True, batch_first: bool = True) -> nn.MultiheadAttention:
-    mha = nn.MultiheadAttention(D, H, bias=bias, batch_first=batch_first).eval()
-    if bias:  # PyTorch starts its biases at zero: make them count
-        with torch.no_grad():
-            mha.in_proj_bias.normal_()
-            mha.out_proj.bias.normal_()
-    return mha
-
-
-@pytest.mark.parametrize("bias", [True, False])
-def test_from_torch_matches_torch_multihead_attention(bias):
-    reference = _torch_mha(bias)
-    block = MultiHeadSelfAttention.from_torch(reference, context_length=CONTEXT).eval()
-    x = torch.randn(B, T, D)  # (B, T, D)
-    # A boolean attn_mask in nn.MultiheadAttention uses our convention: True = blocked.
-    expected, expected_w = reference(
-        x, x, x, attn_mask=causal_mask(T), need_weights=True, average_attn_weights=False
-    )  # (B, T, D), (B, H, T, T)
-    out, weights = block(x, return_weights=True)
-    torch.testing.assert_close(out, expected)
-    torch.testing.assert_close(block(x), expected)
-    torch.testing.assert_close(weights, expected_w)
-    _, averaged = reference(x, x, x, attn_mask=causal_mask(T), need_weights=True)  # (B, T, T)
-    torch.testing.assert_close(weights.mean(dim=1), averaged)
-
-
-def test_from_torch_takes_a_sequence_first_module_too():
-    reference = _torch_mha(batch_first=False)
-    block = MultiHeadSelfAttention.from_torch(reference, context_length=CONTEXT).eval()
-    x = torch.randn(B, T, D)  # (B, T, D)
-    xt = x.transpose(0, 1)  # (T, B, D): what a batch_first=False module takes
-    expected, _ = reference(xt, xt, xt, attn_mask=causal_mask(T))
-    torch.testing.assert_close(block(x), expected.transpose(0, 1))
-
-
-@pytest.mark.parametrize("bias", [True, False])
-def test_to_torch_gives_a_batch_first_module_with_the_same_function(bias):
-    block = MultiHeadSelfAttention(D, H, CONTEXT, qkv_bias=bias, out_bias=bias).eval()
-    if bias:
-        with torch.no_grad():
-            block.qkv.bias.normal_()
-    reference = block.to_torch().eval()
-    assert reference.batch_first and reference.num_heads == H
-    x = torch.randn(B, T, D)  # (B, T, D)
-    expected, expected_w = reference(
-        x, x, x, attn_mask=causal_mask(T), need_weights=True, average_attn_weights=False
-    )
-    out, weights = block(x, return_weights=True)
-    torch.testing.assert_close(out, expected)
-    torch.testing.assert_close(weights, expected_w)
-    # And back again: the same weights, exactly.
-    again = MultiHeadSelfAttention.from_torch(reference, CONTEXT)
-    for name, param in block.named_parameters():
-        torch.testing.assert_close(dict(again.named_parameters())[name], param, rtol=0, atol=0)
-
-
-def test_from_torch_refuses_a_module_it_cannot_represent():
-    with pytest.raises(ValueError, match="add_bias_kv"):
-        MultiHeadSelfAttention.from_torch(nn.MultiheadAttention(D, H, add_bias_kv=True), CONTEXT)
-    with pytest.raises(TypeError, match="nn.MultiheadAttention"):
-        MultiHeadSelfAttention.from_torch(nn.Linear(D, D), CONTEXT)
 
 
 @pytest.mark.parametrize("return_weights", [False, True], ids=["sdpa_path", "explicit_path"])
@@ -231,22 +114,64 @@ def test_fused_block_has_two_linear_layers_and_the_seeds_parameter_count():
     assert sum(p.numel() for p in module.parameters()) == 4 * 32 * 32 + 4 * 32
 
 
-@pytest.mark.parametrize("training", [True, False])
-def test_conversions_keep_the_train_or_eval_mode(training):
-    """A converted copy must drop (or not drop) weights exactly when the original does."""
-    # qkv_bias=True: nn.MultiheadAttention has one bias flag, so both projections need one
-    separate = MultiHeadAttention(D, H, CONTEXT, dropout=0.1, qkv_bias=True).train(training)
-    fused = MultiHeadSelfAttention.from_separate(separate)
-    assert fused.training is training
-    assert fused.to_separate().training is training
-    reference = fused.to_torch()
-    assert reference.training is training
-    assert MultiHeadSelfAttention.from_torch(reference, CONTEXT).training is training
+# --- the mask is configuration, not checkpoint state ----------------------------------
 
 
-def test_a_block_from_an_eval_mode_torch_module_with_dropout_matches_it():
-    reference = nn.MultiheadAttention(D, H, dropout=0.5, batch_first=True).eval()
-    block = MultiHeadSelfAttention.from_torch(reference, CONTEXT)
+def _both_paths_agree(block: MultiHeadSelfAttention, x: torch.Tensor) -> None:
+    explicit, _ = block(x, return_weights=True)
+    torch.testing.assert_close(block(x), explicit, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("source", KIND_WINDOWS, ids=[k for k, _ in KIND_WINDOWS])
+@pytest.mark.parametrize("target", KIND_WINDOWS, ids=[k for k, _ in KIND_WINDOWS])
+def test_state_loads_across_mask_kinds_and_both_paths_keep_the_loading_blocks_mask(source, target):
+    saved = MultiHeadSelfAttention(8, 2, 10, mask_kind=source[0], window=source[1]).state_dict()
+    block = MultiHeadSelfAttention(8, 2, 10, mask_kind=target[0], window=target[1]).eval()
+    result = block.load_state_dict(saved)  # strict: raises on a missing or unexpected key
+    assert not result.missing_keys and not result.unexpected_keys
+    assert torch.equal(block.mask, _mask(target[0], 10, target[1]))
+    _both_paths_agree(block, torch.randn(2, 6, 8))
+
+
+def _mask(kind, T, window):
+    return build_mask(kind, T, window)
+
+
+# --- torch.compile, the SDPA call and the printed block -------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, window", KIND_WINDOWS, ids=[k for k, _ in KIND_WINDOWS])
+def test_the_fused_block_compiles_with_no_graph_break(kind, window):
+    block = MultiHeadSelfAttention(8, 2, 10, mask_kind=kind, window=window).eval()
+    assert graph_break_count(block, torch.randn(2, 6, 8)) == 0
+
+
+@pytest.mark.parametrize(
+    "kind, window, shown",
+    [("causal", None, "mask_kind='causal'"), ("sliding", 3, "mask_kind='sliding', window=3")],
+)
+def test_the_printed_block_shows_its_sizes_and_its_mask(kind, window, shown):
+    block = MultiHeadSelfAttention(D, H, CONTEXT, mask_kind=kind, window=window)
+    expected = f"d_model={D}, n_heads={H}, d_head={D // H}, context_length={CONTEXT}, {shown}"
+    assert block.extra_repr() == expected
+    assert f"\n  {expected}\n" in repr(block)
+
+
+def test_a_causal_block_asks_sdpa_for_its_causal_kernel_and_others_pass_their_mask(monkeypatch):
+    """``is_causal=True`` lets SDPA skip the blocked half; other kinds must pass ~mask."""
+    calls = []
+    sdpa = F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return sdpa(*args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
     x = torch.randn(B, T, D)  # (B, T, D)
-    expected, _ = reference(x, x, x, attn_mask=causal_mask(T))
-    torch.testing.assert_close(block(x), expected)
+    MultiHeadSelfAttention(D, H, CONTEXT).eval()(x)
+    sliding = MultiHeadSelfAttention(D, H, CONTEXT, mask_kind="sliding", window=2).eval()
+    sliding(x)
+    assert calls[0].get("is_causal") is True and calls[0].get("attn_mask") is None
+    allowed = ~sliding_window_mask(T, 2)  # (T, T), SDPA's convention: True = may attend
+    assert not calls[1].get("is_causal") and torch.equal(calls[1]["attn_mask"], allowed)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import raises
 
 from attention_lab import (
+    MultiHeadSelfAttention,
     attention,
     build_mask,
     causal_mask,
@@ -107,3 +109,78 @@ def test_build_mask_picks_the_mask_by_name(kind, window, expected):
 def test_masks_are_made_on_the_requested_device():
     for mask in (causal_mask(3, "cpu"), sliding_window_mask(3, 2, "cpu"), no_mask(3, "cpu")):
         assert mask.device == torch.device("cpu")
+
+
+# --- bad sizes and kinds, and the device ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: build_mask("diagonal", 4),
+        lambda: MultiHeadSelfAttention(8, 2, 8, mask_kind="diagonal"),
+    ],
+    ids=["build_mask", "MultiHeadSelfAttention"],
+)
+def test_unknown_mask_kind_lists_the_known_ones(call):
+    with raises(ValueError, "kind='diagonal'", "'causal'", "'sliding'", "'none'"):
+        call()
+
+
+def test_mask_kind_typo_in_the_fused_block_is_caught():
+    with raises(ValueError, "kind='casual'"):
+        MultiHeadSelfAttention(8, 2, 8, mask_kind="casual")
+
+
+def test_a_window_without_the_sliding_mask_is_not_silently_ignored():
+    with raises(ValueError, "window=4", "mask_kind='sliding'"):
+        MultiHeadSelfAttention(8, 2, 8, mask_kind="causal", window=4)
+
+
+def test_sliding_mask_without_a_window_asks_for_one():
+    with raises(ValueError, "'sliding'", "window=8"):
+        MultiHeadSelfAttention(8, 2, 8, mask_kind="sliding")
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: causal_mask(0), "T=0"),
+        (lambda: sliding_window_mask(0, 3), "T=0"),
+        (lambda: sliding_window_mask(4, -1), "window=-1"),
+        (lambda: no_mask(-2), "T=-2"),
+        (lambda: build_mask("none", 0), "T=0"),
+    ],
+)
+def test_every_mask_names_the_size_it_refuses(call, name):
+    with raises(ValueError, name, "must be a whole number >= 1", "pass a positive int"):
+        call()
+
+
+def test_a_window_with_another_mask_kind_or_none_for_sliding_gets_the_whole_fix():
+    with pytest.raises(ValueError) as caught:
+        build_mask("causal", 4, window=3)
+    assert str(caught.value) == (
+        "window=3 only applies to mask_kind='sliding', not mask_kind='causal'; "
+        "pass mask_kind='sliding' or leave window out"
+    )
+    with pytest.raises(ValueError) as caught:
+        build_mask("sliding", 4)
+    assert str(caught.value) == "mask_kind='sliding' needs a window, e.g. window=8"
+
+
+@pytest.mark.parametrize(
+    "kind, window, T_, blocked",
+    [
+        ("causal", None, 4, lambda i, j: j > i),
+        ("sliding", 2, 5, lambda i, j: j > i or j <= i - 2),
+        ("none", None, 3, lambda i, j: False),
+    ],
+)
+def test_masks_are_built_on_the_device_they_are_asked_for(kind, window, T_, blocked):
+    """Under a meta default device, a mask that ignores ``device="cpu"`` lands on meta."""
+    with torch.device("meta"):
+        mask = build_mask(kind, T_, window, device="cpu")  # (T, T)
+    assert mask.device.type == "cpu" and mask.dtype == torch.bool
+    expected = torch.tensor([[blocked(i, j) for j in range(T_)] for i in range(T_)])
+    assert torch.equal(mask, expected)

@@ -1,6 +1,8 @@
 """What every attention module of the library promises, checked on each of them at once.
 
 One parametrised test per promise, over every module (and both paths of the fused block):
+causality (over conftest's CAUSAL_CASES: every causal module and path, TinyLM's included, and
+it fails on every module without a causal mask), state that loads across context lengths,
 float64 end to end, the mask is derived state (not in checkpoints, follows ``.to``),
 dropout only in training, fp16/bf16 agree with float32, gradients are right
 (``torch.autograd.gradcheck`` in float64), and a sequence of one token works.
@@ -10,7 +12,20 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import ALL_MODULES, CONTEXT, B, D, T, make_module, run
+from conftest import (
+    ALL_MODULES,
+    CAUSAL_CASES,
+    CONTEXT,
+    NON_CAUSAL_CASES,
+    B,
+    D,
+    T,
+    assert_future_does_not_leak,
+    case_ids,
+    make_input,
+    make_module,
+    run,
+)
 
 from attention_lab import CausalAttention, MultiHeadAttention, MultiHeadSelfAttention
 from attention_lab.masks import build_mask
@@ -20,10 +35,44 @@ MASKED = ["causal", "multihead", "fused", "fused_sliding", "fused_none"]
 PATHS = [(name, False) for name in ALL_MODULES] + [
     (name, True) for name in ("fused", "fused_sliding", "fused_none")
 ]
-PATH_IDS = [f"{n}-{'explicit' if w else 'default'}" for n, w in PATHS]
+PATH_IDS = case_ids(PATHS)
 # SingleHeadAttention has neither mask nor dropout
 DROPOUT_PATHS = [(n, w) for n, w in PATHS if n != "single"]
 DROPOUT_IDS = [i for i, (n, _) in zip(PATH_IDS, PATHS) if n != "single"]
+
+
+@pytest.mark.parametrize("name, return_weights", CAUSAL_CASES, ids=case_ids(CAUSAL_CASES))
+def test_future_tokens_do_not_change_earlier_outputs(name, return_weights):
+    module = make_module(name)
+    x = make_input(name)  # (B, T, D), or (B, T) token ids for a TinyLM
+    for t in range(T - 1):
+        assert_future_does_not_leak(lambda inp: run(module, inp, return_weights), x, t)
+
+
+@pytest.mark.parametrize("name, return_weights", NON_CAUSAL_CASES, ids=case_ids(NON_CAUSAL_CASES))
+def test_the_causality_test_fails_on_a_module_without_a_causal_mask(name, return_weights):
+    """The same check fails when the future may leak: the causality test can fail."""
+    module = make_module(name)
+    x = make_input(name)
+    with pytest.raises(AssertionError):
+        assert_future_does_not_leak(lambda inp: run(module, inp, return_weights), x, t=2)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda ctx: MultiHeadSelfAttention(8, 2, ctx),
+        lambda ctx: MultiHeadAttention(8, 2, ctx),
+        lambda ctx: CausalAttention(8, 8, ctx),
+    ],
+    ids=["fused", "multihead", "causal"],
+)
+def test_state_loads_across_context_lengths(build):
+    small, large = build(6).eval(), build(16).eval()
+    large.load_state_dict(small.state_dict())
+    x = torch.randn(2, 6, 8)  # (B, T, D): fits both
+    torch.testing.assert_close(large(x), small(x), rtol=0, atol=0)
+    assert large.mask.shape == (16, 16) and small.mask.shape == (6, 6)
 
 
 @pytest.mark.parametrize("name, return_weights", PATHS, ids=PATH_IDS)

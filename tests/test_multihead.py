@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import CONTEXT, B, D, H, T, assert_future_does_not_leak, make_module, run
+from conftest import CONTEXT, B, D, H, T, make_module
 
 from attention_lab import (
     MultiHeadAttention,
@@ -42,12 +42,7 @@ def test_multihead_maps_b_t_d_to_b_t_d_with_b_h_t_t_weights():
     torch.testing.assert_close(out, out2)
 
 
-@pytest.mark.parametrize("return_weights", [False, True])
-def test_future_tokens_do_not_change_earlier_outputs_of_multihead(return_weights):
-    module = make_module("multihead")
-    x = torch.randn(B, T, D)  # (B, T, D)
-    for t in range(T - 1):
-        assert_future_does_not_leak(lambda inp: run(module, inp, return_weights), x, t)
+# Causality: test_module_contract.py (CAUSAL_CASES).
 
 
 def test_multihead_weights_rows_sum_to_one_and_are_zero_above_the_diagonal():

@@ -7,6 +7,7 @@ outputs come from one top-to-bottom run.
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from importlib.metadata import version
@@ -112,3 +113,15 @@ def test_the_colab_setup_cell_says_in_one_line_what_it_installed(monkeypatch, ca
 def test_the_setup_cell_does_nothing_and_prints_nothing_off_colab(monkeypatch, capsys):
     magics, printed = _run_setup_cell(False, monkeypatch, capsys)
     assert magics == [] and printed == ""
+
+
+def test_notebooks_are_stored_without_execution_timestamps():
+    stamped = []
+    for path in sorted((ROOT / "notebooks").rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for i, cell in enumerate(nb["cells"]):
+            if "execution" in cell.get("metadata", {}):
+                stamped.append(f"{path.name} cell {i}")
+    assert not stamped, f"cells with execution timestamps: {stamped[:5]} (+{len(stamped) - 5})"

@@ -36,7 +36,7 @@ from attention_lab.explorer_model import (
 )
 from attention_lab.explorer_picture import CSS_DPI, DIAGRAM_CSS_DPI, PIXEL_RATIO, RENDER_DPI
 from attention_lab.masks import build_mask
-from attention_lab.plotting import HeadGrid, plot_heads, png_bytes
+from attention_lab.plotting import HeadGrid, plot_heads
 from attention_lab.widgets import AttentionExplorer
 
 
@@ -473,15 +473,6 @@ def test_the_figure_text_is_large_enough_for_a_projector(explorer):
     ticks = [t for ax in panels for t in ax.get_xticklabels() + ax.get_yticklabels()]
     assert ticks and all(t.get_fontsize() >= 9 for t in ticks)
     assert fig.dpi >= 100
-
-
-def test_png_bytes_is_lossless_and_a_png_any_viewer_reads():
-    rng = np.random.default_rng(0)
-    pixels = rng.integers(0, 256, size=(37, 53, 4), dtype=np.uint8)
-    pixels[10:20] = 255  # flat rows, as in a figure
-    png = png_bytes(pixels)
-    decoded = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-    np.testing.assert_array_equal(decoded, pixels[..., :3])
 
 
 def test_prebuild_draws_every_panel_count_so_no_first_visit_builds_a_grid():
