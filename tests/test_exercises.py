@@ -3,11 +3,10 @@ specific message; the learner notebook is generated from the solutions and kept 
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import math
-import sys
-from pathlib import Path
 
+import make_exercises  # tools/make_exercises.py (pytest's pythonpath)
 import nbformat
 import pytest
 import torch
@@ -19,21 +18,6 @@ from attention_lab import (
     SingleHeadAttention,
 )
 from attention_lab import exercises as ex
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_tool():
-    sys.path.insert(0, str(ROOT / "tools"))
-    spec = importlib.util.spec_from_file_location(
-        "make_exercises", ROOT / "tools/make_exercises.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_exercises = _load_tool()
 
 
 def _future(T):

@@ -13,12 +13,11 @@ import types
 from importlib.metadata import version
 from pathlib import Path
 
+import badges  # tools/badges.py (pytest's pythonpath)
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import badges  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

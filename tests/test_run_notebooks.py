@@ -4,18 +4,10 @@ run the same way every time: no timestamps, joined prints, nbformat's bytes."""
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
-from pathlib import Path
 
 import nbformat
-
-ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "tools/run_notebooks.py")
-run_notebooks = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(run_notebooks)
-sys.path.insert(0, str(ROOT / "tools"))
-import notebook_io  # noqa: E402
+import notebook_io  # tools/ (pytest's pythonpath)
+import run_notebooks
 
 
 def _stream(name: str, text: str):

@@ -1,19 +1,19 @@
 """Classroom mode: slideshow metadata on the chapter, slide sizes, offline decks, summary sheet.
 
 tools/slides.py and tools/summary_sheet.py are scripts, not part of the library; they are
-imported from tools/ by path.
+imported from tools/ (on pytest's pythonpath).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import warnings
 from pathlib import Path
 
 import nbformat
 import pytest
+import slides
+import summary_sheet
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -21,16 +21,6 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
-
-
-slides = _load("slides")
-summary_sheet = _load("summary_sheet")
 CHAPTER = slides.chapter_notebooks()
 
 # Cells that alone exceed a slide's limits. No metadata can fix them: one cell is one unit
@@ -276,7 +266,8 @@ def test_the_deck_build_refuses_a_notebook_without_metadata(tmp_path):
 
 
 def test_slides_guide_table_prints_the_teaching_guides_table(capsys):
-    teaching_guide = _load("teaching_guide")
+    import teaching_guide
+
     assert slides.main(["guide-table"]) == 0
     table = teaching_guide.guide_table(slides.chapter_notebooks(with_explorer=True))
     assert capsys.readouterr().out == table

@@ -10,29 +10,15 @@ and that the catalogue holds exactly the template's strings, all translated.
 from __future__ import annotations
 
 import html
-import importlib.util
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import summary_sheet  # tools/summary_sheet.py (pytest's pythonpath)
 
 ROOT = Path(__file__).resolve().parents[1]
 ZH_PAGE = ROOT / "teaching" / "zh-CN" / "summary.html"
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location(
-        "summary_sheet_zh_under_test", ROOT / "tools" / "summary_sheet.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-summary_sheet = _load_tool()
 
 
 @pytest.fixture(scope="module")

@@ -9,19 +9,14 @@ guide must follow, or a teacher looks for a section that is gone.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
+
+import teaching_guide as tg  # tools/teaching_guide.py (pytest's pythonpath)
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "teaching" / "README.md"
-
-spec = importlib.util.spec_from_file_location("teaching_guide", ROOT / "tools/teaching_guide.py")
-tg = importlib.util.module_from_spec(spec)  # tools/teaching_guide.py
-sys.modules["teaching_guide"] = tg  # dataclasses look their module up here
-spec.loader.exec_module(tg)
 
 
 def _plain(text: str) -> str:
