@@ -157,7 +157,9 @@ c.Spawner.environment = {
 }
 # The limits of the teacher's guide. LocalProcessSpawner does not enforce them (it passes
 # MEM_LIMIT and CPU_LIMIT to the server); Kubernetes does (hub/z2jh/values.yaml).
-c.Spawner.mem_limit = env("ATTENTION_LAB_HUB_MEM_LIMIT", "1G")
+c.Spawner.mem_guarantee = env("ATTENTION_LAB_HUB_MEM_GUARANTEE", "1G")
+c.Spawner.mem_limit = env("ATTENTION_LAB_HUB_MEM_LIMIT", "2G")
+c.Spawner.cpu_guarantee = float(env("ATTENTION_LAB_HUB_CPU_GUARANTEE", "0.5"))
 c.Spawner.cpu_limit = float(env("ATTENTION_LAB_HUB_CPU_LIMIT", "1"))
 
 if shutil.which("useradd") is None:
