@@ -1,4 +1,6 @@
-"""The picture helpers, basics only: panels, titles, one shared 0..1 scale, token labels."""
+"""The picture helpers, basics only: panels, titles, one shared 0..1 scale, token labels.
+
+Every test runs twice: on the fast drawing path and on the plain-Agg fallback (``path``)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,26 @@ import numpy as np
 import pytest
 import torch
 
-from attention_lab import LabFigure, TrainHistory, plot_heads, plot_lines, plot_loss, text_heatmap
+from attention_lab import (
+    LabFigure,
+    TrainHistory,
+    _mpl_fast,
+    plot_heads,
+    plot_lines,
+    plot_loss,
+    text_heatmap,
+)
 from attention_lab.plotting import SHADES
+
+
+@pytest.fixture(autouse=True, params=["fast", "plain"])
+def path(request):
+    """Each test on the fast drawing path and on the plain-Agg fallback."""
+    _mpl_fast.use_plain_agg(request.param == "plain")
+    if request.param == "fast" and not _mpl_fast.fast_path():
+        pytest.skip(_mpl_fast.status())  # test_mpl_fast fails for the pinned versions
+    yield request.param
+    _mpl_fast.use_plain_agg(False)
 
 
 def panels(fig):
@@ -175,7 +195,7 @@ def test_zeros_are_not_mistaken_for_blocked_cells():
     w[0, :, 0] = 1.0  # every query looks at key 0 only; nothing was blocked
     with pytest.warns(UserWarning, match="mask=causal_mask"):  # 0 above the diagonal
         fig = plot_heads(w)
-    assert not any(o.get_visible() for ax in panels(fig) for o in ax.images[1:])
+    assert not any(p.get_visible() for ax in panels(fig) for p in ax.patches if p.get_hatch())
     assert not fig.legends[0].get_visible()
     fig = plot_heads(w, mask=torch.ones(4, 4, dtype=torch.bool).triu(1))
     assert fig.legends[0].get_visible()
@@ -251,128 +271,6 @@ def test_headgrid_fast_redraw_paints_the_mask_like_a_full_draw(hatch):
         fresh.figure.canvas.draw()
         full = np.asarray(fresh.figure.canvas.buffer_rgba())
         np.testing.assert_array_equal(fast, full)
-
-
-def test_png_bytes_keeps_every_pixel():
-    import io
-
-    from PIL import Image
-
-    from attention_lab.plotting import png_bytes
-
-    rgba = np.random.default_rng(0).integers(0, 256, (37, 53, 4), dtype=np.uint8)
-    decoded = np.asarray(Image.open(io.BytesIO(png_bytes(rgba))))
-    np.testing.assert_array_equal(decoded, rgba)  # RGBA in, RGBA out
-    rgb = np.ascontiguousarray(rgba[..., :3])
-    decoded = np.asarray(Image.open(io.BytesIO(png_bytes(rgb))))
-    np.testing.assert_array_equal(decoded, rgb)  # RGB in, RGB out
-    with pytest.raises(ValueError, match="expected"):
-        png_bytes(rgba[..., :2])
-
-
-# -- the string-caching canvas (plotting.LabCanvas) -------------------------------------------
-
-
-def _text_figure(canvas_class=None):
-    """Labels of several sizes, colours, angles and lines, on white."""
-    fig = LabFigure(figsize=(4, 3), dpi=100)
-    if canvas_class is not None:
-        canvas_class(fig)
-    fig.text(0.05, 0.85, "scores (6, 6)", fontsize=10)
-    fig.text(0.05, 0.65, "scores (6, 6)", fontsize=16, color="#AA3377")
-    fig.text(0.05, 0.35, "two\nlines", fontsize=11, weight="bold")
-    fig.text(0.85, 0.2, "query i", fontsize=11, rotation=90)
-    return fig
-
-
-def _ink_boxes(rgba):
-    """How many pixels are inked, and the bounding box (rows, columns) of all of them."""
-    ink = np.asarray(rgba)[..., :3].min(-1) < 200  # (h, w) True where drawn
-    rows, cols = np.nonzero(ink)
-    return ink.sum(), (rows.min(), rows.max(), cols.min(), cols.max())
-
-
-def test_cached_labels_look_like_matplotlibs_own():
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    from attention_lab.plotting import LabCanvas, png_bytes
-
-    ours = _text_figure()
-    assert isinstance(ours.canvas, LabCanvas)
-    first = np.asarray(ours._repr_png_() and ours.canvas.buffer_rgba()).copy()
-    second = np.asarray(ours._repr_png_() and ours.canvas.buffer_rgba()).copy()  # from the cache
-    assert np.array_equal(first, second)
-    stock = _text_figure(FigureCanvasAgg)
-    stock.canvas.draw()
-    theirs = np.asarray(stock.canvas.buffer_rgba())
-    (ink_ours, box_ours), (ink_theirs, box_theirs) = _ink_boxes(first), _ink_boxes(theirs)
-    assert abs(ink_ours - ink_theirs) <= 0.05 * ink_theirs  # the same glyphs...
-    assert max(abs(a - b) for a, b in zip(box_ours, box_theirs)) <= 2  # ...in the same place
-    assert png_bytes(first).startswith(b"\x89PNG")
-
-
-def test_cached_labels_keep_size_and_colour_apart():
-    from attention_lab.plotting import LabCanvas
-
-    fig = LabFigure(figsize=(3, 1), dpi=100)
-    small = fig.text(0.02, 0.5, "weights", fontsize=9, color="black")
-    big = fig.text(0.5, 0.5, "weights", fontsize=18, color="#CC6677")
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    assert isinstance(fig.canvas, LabCanvas)
-    w_small = small.get_window_extent(renderer).width
-    w_big = big.get_window_extent(renderer).width
-    assert 1.8 < w_big / w_small < 2.2  # twice the size, twice as wide
-    pixels = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
-    right = pixels[:, 150:]
-    reddish = (right[..., 0] - right[..., 2] > 40).sum()
-    assert reddish > 50  # the second one is drawn in its own colour, not the first one's
-
-
-@pytest.mark.parametrize(("T", "n_panels", "dpi"), [(6, 3, 100), (16, 4, 150), (5, 1, 150)])
-def test_cell_image_paints_what_matplotlibs_resampling_paints(T, n_panels, dpi):
-    """HeadGrid's numpy-painted heatmaps against matplotlib's own AxesImage: the same
-    pixel everywhere except the one-pixel rim where the panel edge cuts a pixel (matplotlib
-    blends it, the frame covers it)."""
-    import matplotlib
-    from matplotlib.image import AxesImage
-
-    from attention_lab.headgrid import HeadGrid
-    from attention_lab.plotting import _CellImage
-
-    rng = np.random.default_rng(T)
-    weights = rng.random((n_panels, T, T))
-    causal = np.triu(np.ones((T, T), bool), 1)
-    grid = HeadGrid(n_panels, T, dpi=dpi, hatch=True)
-    grid.update(weights, mask=causal)
-    assert all(isinstance(im, _CellImage) for im in grid.images + grid.overlays)
-    grid.figure.canvas.draw()
-    ours = np.asarray(grid.figure.canvas.buffer_rgba()).copy()
-    for image in grid.images + grid.overlays:
-        image.__class__ = AxesImage  # matplotlib's resampling from here on
-    grid.figure.canvas.draw()
-    theirs = np.asarray(grid.figure.canvas.buffer_rgba())
-    differ = (ours != theirs).any(-1)  # (height, width)
-    height = grid.figure.bbox.height
-    rim = np.zeros_like(differ)
-    for ax in grid.axes:
-        x0, y0, x1, y1 = ax.bbox.extents
-        top, bottom = height - y1, height - y0  # buffer rows count from the top
-        inner = np.zeros_like(differ)
-        inner[int(top) + 2 : int(bottom) - 1, int(x0) + 2 : int(x1) - 1] = True
-        outer = np.zeros_like(differ)
-        outer[int(top) - 1 : int(bottom) + 2, int(x0) - 1 : int(x1) + 2] = True
-        rim |= outer & ~inner
-    assert differ.sum() > 0 or dpi == 100  # (fractional edges exist at these sizes)
-    # a pixel whose centre lies exactly on a cell edge: matplotlib 3.11 gives it to the
-    # earlier cell, as we do; 3.10 (Colab's) to the later one, one pixel over
-    nearby = np.zeros_like(differ)
-    for dy in (-1, 0, 1):
-        for dx in (-1, 0, 1):
-            nearby |= (ours == np.roll(theirs, (dy, dx), axis=(0, 1))).all(-1)
-    assert not (~nearby & ~rim).any(), f"{(~nearby & ~rim).sum()} pixels differ inside panels"
-    if tuple(int(v) for v in matplotlib.__version__.split(".")[:2]) >= (3, 11):
-        assert not (differ & ~rim).any(), f"{(differ & ~rim).sum()} pixels differ inside panels"
 
 
 # -- tick labels name position and token; the colour bar says its scale; causal needs a mask --

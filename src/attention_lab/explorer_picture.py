@@ -3,9 +3,10 @@
 No ipywidgets here (matplotlib only), so the drawing is tested and timed on its own.
 
 * The heatmaps are painted by a ``HeadGrid`` that is built once per (panel count, tokens)
-  and then only updated in place; the PNG is encoded by ``plotting.png_bytes``, an encoder
-  made for flat figures.
-* The head-split diagram of notebook 06 is drawn once per (T, D, H) and kept.
+  and then only updated in place (the 32 grids used last are kept, ``cache.LRUDict``); the
+  PNG is encoded by ``canvas.png_bytes``, an encoder made for flat figures.
+* The head-split diagram of notebook 06 comes from ``diagrams.head_split_png`` at
+  ``RENDER_DPI``: drawn once per (T, D, H) and kept in that function's cache.
 * Rendered at ``PIXEL_RATIO`` times the pixels it is shown at (sharp on a projector and at
   150 % zoom), and shown at ``CSS_DPI`` CSS pixels per inch of the figure at most
   (``css_width``).
@@ -17,8 +18,10 @@ import struct
 
 import numpy as np
 
+from .cache import LRUDict
+from .canvas import LabFigure, png_bytes
 from .headgrid import HeadGrid
-from .plotting import LabFigure, plot_heads, png_bytes
+from .heatmaps import plot_heads
 
 # The live picture: shown at up to CSS_DPI CSS pixels per inch of the figure, rendered with
 # PIXEL_RATIO times as many pixels: 1.5 is one image pixel per screen pixel at 150 % zoom
@@ -43,24 +46,20 @@ def css_width(png: bytes, css_dpi: float, pixel_dpi: float = RENDER_DPI) -> str:
 
 
 class Picture:
-    """The heatmap grids and head-split diagrams an explorer has drawn, kept for the next
-    redraw. ``grids``: (panels, tokens) -> ``HeadGrid``; ``diagrams``: (T, D, H) -> PNG."""
+    """The heatmap grids an explorer has drawn, kept for the next redraw, and its head-split
+    diagrams. ``grids``: (panels, tokens) -> ``HeadGrid``, the 32 used last; the diagrams
+    are kept by ``diagrams.head_split_png``'s own cache (one for every explorer)."""
 
     def __init__(self) -> None:
-        self.grids: dict[tuple, HeadGrid] = {}
-        self.diagrams: dict[tuple, bytes] = {}
+        self.grids: LRUDict = LRUDict(32)
 
     def grid(self, n_panels: int, tokens: list[str]) -> HeadGrid:
         """The grid for ``n_panels`` panels labelled ``tokens``, built on first use."""
-        key = (n_panels, tuple(tokens))
-        if key not in self.grids:
-            if len(self.grids) > 32:  # many sequences typed: forget the oldest grids
-                self.grids.pop(next(iter(self.grids)))
-            panel_size = SINGLE_PANEL_SIZE if n_panels == 1 else PANEL_SIZE
-            self.grids[key] = HeadGrid(
-                n_panels, len(tokens), tokens, panel_size=panel_size, dpi=RENDER_DPI
-            )
-        return self.grids[key]
+        panel_size = SINGLE_PANEL_SIZE if n_panels == 1 else PANEL_SIZE
+        return self.grids.remember(
+            (n_panels, tuple(tokens)),
+            lambda: HeadGrid(n_panels, len(tokens), tokens, panel_size=panel_size, dpi=RENDER_DPI),
+        )
 
     def heatmaps(
         self, weights: np.ndarray, tokens: list[str], titles: list[str], suptitle: str, mask
@@ -71,21 +70,16 @@ class Picture:
         return grid, png_bytes(grid.render())
 
     def has_diagram(self, key: tuple) -> bool:
-        return key in self.diagrams
+        """Whether the head-split diagram for ``key`` = (T, D, H) is drawn already."""
+        from .diagrams import head_split_png
+
+        return head_split_png.cached(*key, dpi=RENDER_DPI)
 
     def diagram(self, key: tuple) -> bytes:
-        """The head-split diagram for ``key`` = (T, D, H) as a PNG, drawn once per size."""
-        if key not in self.diagrams:
-            from .diagrams import head_split  # matplotlib text layout: loaded on first use
+        """The head-split diagram for ``key`` = (T, D, H) as a PNG at ``RENDER_DPI``."""
+        from .diagrams import head_split_png  # matplotlib text layout: loaded on first use
 
-            T, D, H = key
-            figure = head_split(T, D, H)
-            figure.set_dpi(RENDER_DPI)
-            figure.canvas.draw()
-            if len(self.diagrams) > 64:
-                self.diagrams.clear()
-            self.diagrams[key] = png_bytes(np.asarray(figure.canvas.buffer_rgba()))
-        return self.diagrams[key]
+        return head_split_png(*key, dpi=RENDER_DPI)
 
     def prebuild(self, panel_counts, tokens: list[str], skip=None) -> None:
         """Build and draw the grid of every panel count for ``tokens`` (except the one whose

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.lines import Line2D
-from matplotlib.patches import Circle, FancyArrowPatch, PathPatch, Rectangle
-from matplotlib.path import Path
+from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
 from matplotlib.transforms import TransformedPatchPath
 
 from .._checks import as_size, check_heads
+from ..arrays import to_numpy
+from ..canvas import LabFigure
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_HATCH_COLOR,
@@ -24,7 +25,6 @@ from ..palette import (
     TITLE_SIZE,
     text_color_on,
 )
-from ..plotting import LabFigure
 
 EDGE = "#333333"  # box outlines
 NEUTRAL = "#E8E8E8"  # a box that belongs to no head
@@ -56,9 +56,7 @@ def _heads(D: int, H: int) -> int:
 
 
 def _weights(values, name: str, ndim: int) -> np.ndarray:
-    if hasattr(values, "detach"):
-        values = values.detach().float().cpu().numpy()
-    w = np.asarray(values, dtype=float)
+    w = to_numpy(values, float)
     if w.ndim != ndim:
         raise ValueError(
             f"{name} has shape {w.shape}, expected {ndim} dimension{'s' * (ndim > 1)}; "
@@ -94,10 +92,12 @@ def _own_axes(width: float, height: float, top: float = 0.86):
     return fig, ax
 
 
-def _suptitle(fig, text: str, gap: float, **kw) -> None:
+def _suptitle(fig, text: str, gap: float, **kw):
     """The figure's title, its top ``gap`` inches below the figure's top edge."""
     height = fig.get_size_inches()[1]
-    fig.suptitle(text, fontsize=TITLE_SIZE, color=TEXT_COLOR, y=1 - gap / height, va="top", **kw)
+    return fig.suptitle(
+        text, fontsize=TITLE_SIZE, color=TEXT_COLOR, y=1 - gap / height, va="top", **kw
+    )
 
 
 def _title(fig, ax, text: str, own_figure: bool) -> None:
@@ -236,7 +236,7 @@ def _grid_axes(
 
 def _blocked_cell(ax, i, j, dx=0.0, **kw):
     """The grey cell (row i, column j) of a blocked position; its stripes come from
-    ``_stripes``, drawn once over all blocked cells of a grid."""
+    ``canvas.blocked_stripes``, drawn once over all blocked cells of a grid."""
     kw.setdefault("lw", 0.5)
     cell = Rectangle(
         (dx + j - 0.5, i - 0.5),
@@ -249,36 +249,6 @@ def _blocked_cell(ax, i, j, dx=0.0, **kw):
     )
     ax.add_artist(cell)
     return cell
-
-
-def _stripes(ax, cells, hatch="///", gid="blocked stripes", lw=0.0, **kw):
-    """Diagonal stripes over the rectangles ``cells`` (Rectangles or (x, y, w, h) tuples)
-    as ONE hatched path: Agg renders a hatch pattern per patch (about 1 ms each), so 28
-    striped cells cost 28 patterns, one path of 28 squares costs one. ``lw`` > 0 also
-    outlines every square."""
-    if not len(cells):
-        return None
-    vertices, codes = [], []
-    for cell in cells:
-        if isinstance(cell, Rectangle):
-            (x, y), w, h = cell.get_xy(), cell.get_width(), cell.get_height()
-        else:
-            x, y, w, h = cell
-        vertices += [(x, y), (x + w, y), (x + w, y + h), (x, y + h), (x, y)]
-        codes += [Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY]
-    kw.setdefault("zorder", cells[0].get_zorder() if isinstance(cells[0], Rectangle) else 1.0)
-    stripes = PathPatch(
-        Path(vertices, codes),
-        facecolor="none",
-        edgecolor=BLOCKED_HATCH_COLOR,
-        lw=lw,
-        hatch=hatch,
-        gid=gid,
-        clip_on=False,
-        **kw,
-    )
-    ax.add_artist(stripes)
-    return stripes
 
 
 def _key(fig, x, y, entries, size=LABEL_SIZE) -> None:

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import functools
-
 from matplotlib.patches import Rectangle
 
+from ..cache import lru_memo
+from ..canvas import LabFigure
 from ..palette import DPI, LABEL_SIZE, TICK_SIZE, head_color
-from ..plotting import LabFigure
 from ._draw import _arrow, _box, _canvas, _heads, _label, _row_lines, _size, _suptitle, _title
 
 # -- 06: the head split -------------------------------------------------------------------
@@ -215,11 +214,16 @@ def head_split(T: int, D: int, H: int, B: int = 1, ax=None) -> LabFigure:
     return fig
 
 
-@functools.lru_cache(maxsize=256)
-def head_split_png(T: int, D: int, H: int, B: int = 1) -> bytes:
-    """``head_split`` as PNG bytes, cached per size: the explorer's redraw after the first
-    visit of a (T, D, H) setting costs nothing (drawing the text is the slow part)."""
-    return head_split(T, D, H, B)._repr_png_()
+@lru_memo(maxsize=128)
+def head_split_png(T: int, D: int, H: int, B: int = 1, dpi: int = DPI) -> bytes:
+    """``head_split`` as PNG bytes at ``dpi``, cached per size and dpi (``cache.lru_memo``:
+    the 128 used last). The explorer shows its head-split diagram from here
+    (``explorer_picture.Picture.diagram``, at its render dpi): a setting visited before
+    costs nothing the second time (drawing the text is the slow part)."""
+    figure = head_split(T, D, H, B)
+    if dpi != figure.dpi:
+        figure.set_dpi(dpi)
+    return figure._repr_png_()
 
 
 # -- 06, 07: which rows of the weight belong to which head -------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from ..canvas import BLOCKED_HATCH, LabFigure, blocked_stripes, cell_image
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_LABEL,
@@ -22,7 +23,6 @@ from ..palette import (
     text_color_on,
     weight_norm,
 )
-from ..plotting import LabFigure, _cell_image
 from ._draw import (
     ARROW,
     EDGE,
@@ -35,7 +35,6 @@ from ._draw import (
     _label,
     _own_axes,
     _size,
-    _stripes,
     _suptitle,
     _text,
     _title,
@@ -71,13 +70,14 @@ def causal_mask_grid(T: int) -> LabFigure:
                         clip_on=False,
                     )
                 )
-    _stripes(ax, blocked)
+    if blocked:  # one hatched path over all of them
+        blocked_stripes(ax, blocked)
     _grid_axes(ax, T, g / T, "key position j (looked at)", "query position i (looking)")
     _key(
         fig,
         (1.1 + g + 0.25) / width,
         1 - 0.75 / height,
-        [(BLOCKED_LABEL, BLOCKED_COLOR, "///"), ("allowed (j ≤ i)", "white", None)],
+        [(BLOCKED_LABEL, BLOCKED_COLOR, BLOCKED_HATCH), ("allowed (j ≤ i)", "white", None)],
     )
     n = T * (T - 1) // 2
     _suptitle(
@@ -118,7 +118,7 @@ def mask_before_vs_after(scores) -> LabFigure:
     for k, (w, title, name) in enumerate(zip((before, after), titles, ("before", "after"))):
         dx = k * shift
         colours = CMAP(norm(w))  # (T, T, 4), one call for the whole grid
-        _cell_image(  # the heatmap's own numpy-painted image: no resampling per draw
+        cell_image(  # the heatmaps' image (numpy-painted on the fast path)
             ax,
             np.ma.masked_array(w, blocked),
             cmap=cmap,
@@ -160,11 +160,12 @@ def mask_before_vs_after(scores) -> LabFigure:
                 clip_on=False,
             )
         # their outlines and stripes: one path for the whole panel, not a patch per cell
-        _stripes(ax, cells, gid="blocked", lw=0.5, label=name)
+        if cells:
+            blocked_stripes(ax, cells, gid="blocked", lw=0.5, label=name)
         # the right panel's rows line up with the left one's: its query indices would repeat
         _grid_axes(ax, T, c, "key j", "query i" if k == 0 else None, dx=dx, width=shift + T)
         _label(ax, dx + (T - 1) / 2, -0.6, title, size=TITLE_SIZE, va="bottom", clip_on=False)
-    _key(fig, (x0 + 0.1) / width, 0.4 / height, [(BLOCKED_LABEL, BLOCKED_COLOR, "///")])
+    _key(fig, (x0 + 0.1) / width, 0.4 / height, [(BLOCKED_LABEL, BLOCKED_COLOR, BLOCKED_HATCH)])
     _suptitle(
         fig,
         "The same scores, two ways to hide the future: only masking first keeps "

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from matplotlib.patches import Circle, FancyBboxPatch, Rectangle
 
+from ..canvas import LabFigure
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
-from ..plotting import LabFigure
 from ._draw import ARROW, EDGE, _arrow, _label, _suptitle, _text
 
 CHAPTER_FILL = "#CFE3F1"  # the chapter's layer: the attention sublayer
@@ -319,8 +319,8 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     title = "Where the chapter's notebooks sit in a GPT-style model"
     if highlight is not None:
         title += f" -- you are here: {highlight:02d} {NOTEBOOKS[highlight]}"
-    _suptitle(fig, title, 0.1)
+    heading = _suptitle(fig, title, 0.1)
     if highlight is not None:
-        fig._suptitle.set_color(HIGHLIGHT)
+        heading.set_color(HIGHLIGHT)
     fig.set_gid(f"roadmap {highlight}")
     return fig

@@ -7,8 +7,8 @@ import math
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from ..canvas import LabFigure
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE, head_color, text_color_on
-from ..plotting import LabFigure
 from ._draw import (
     NEUTRAL,
     _arrow,

@@ -1,0 +1,90 @@
+"""Curves: ``plot_loss`` (training loss per step, notebooks 08, 09) and ``plot_lines``
+(measured curves against a size: variance against d_head, time against T, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from matplotlib.figure import Figure
+
+from .canvas import LabFigure
+from .palette import DPI, LABEL_SIZE, LINE_COLORS, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
+
+
+def _line_colors(n: int) -> list[str]:
+    return [LINE_COLORS[i % len(LINE_COLORS)] for i in range(n)]
+
+
+def _label_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    ax.set_xlabel(xlabel, color=TEXT_COLOR, fontsize=LABEL_SIZE)
+    ax.set_ylabel(ylabel, color=TEXT_COLOR, fontsize=LABEL_SIZE)
+    ax.set_title(title, color=TEXT_COLOR, fontsize=TITLE_SIZE)
+    ax.tick_params(colors=TEXT_COLOR, labelsize=TICK_SIZE)
+    ax.grid(alpha=0.3)
+
+
+def plot_loss(
+    histories, chance: float | None = None, title: str = "training loss", logy: bool = True
+) -> Figure:
+    """Loss per optimiser step. ``histories`` is a TrainHistory, a list of floats, or a
+    ``{label: history}`` mapping; ``chance`` draws the loss of a uniform guess, ln(vocab)."""
+    if not isinstance(histories, Mapping):
+        histories = {"": histories}
+    fig = LabFigure(figsize=(7, 3.8), dpi=DPI)
+    ax = fig.subplots()
+    ax.set_facecolor("white")
+    colours = _line_colors(len(histories))
+    for (label, history), colour in zip(histories.items(), colours):
+        losses = getattr(history, "step_losses", history)
+        ax.plot(range(1, len(losses) + 1), losses, label=label or None, color=colour, lw=1.5)
+    if chance is not None:
+        ax.axhline(chance, ls="--", color="grey", lw=1, label=f"chance = {chance:.2f}")
+    if logy:
+        ax.set_yscale("log")
+    _label_axes(ax, "optimiser step", "cross-entropy (nats)", title)
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize=TICK_SIZE)
+    fig.tight_layout()
+    return fig
+
+
+def plot_lines(
+    x,
+    ys: Mapping[str, Sequence[float]],
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    logx: bool = False,
+    logy: bool = False,
+    markers: bool = True,
+    reference: Mapping[str, Sequence[float]] | None = None,
+    connect: bool = True,
+) -> LabFigure:
+    """One labelled line per entry of ``ys`` against ``x``: for measured curves
+    (variance against d_head, time against T, ...). ``reference`` curves (a prediction,
+    a fitted slope) are drawn dashed and grey, under the measurements; ``connect=False``
+    draws the measurements as dots only, so a reference line under them stays visible."""
+    fig = LabFigure(figsize=(7, 4.0), dpi=DPI)
+    ax = fig.subplots()
+    ax.set_facecolor("white")
+    for label, values in (reference or {}).items():
+        ax.plot(list(x), list(values), "--", color="grey", lw=1.2, label=label)
+    colours = _line_colors(len(ys))
+    for (label, values), colour in zip(ys.items(), colours):
+        ax.plot(
+            list(x),
+            list(values),
+            label=label,
+            color=colour,
+            lw=1.5 if connect else 0,
+            marker="o" if markers or not connect else None,
+            ms=4,
+        )
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    _label_axes(ax, xlabel, ylabel, title)
+    ax.legend(fontsize=TICK_SIZE)
+    fig.tight_layout()
+    return fig
