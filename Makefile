@@ -78,8 +78,8 @@ lock: $(BIN)/python
 	    --all-extras --universal --python-version 3.10 --no-header --annotation-style line \
 	    $(LOCK_ARGS) -o $(VENV)/lock.txt
 	{ awk '!/^#/ {exit} {print}' constraints.txt; cat $(VENV)/lock.txt; } > $(VENV)/lock-new.txt
-	mv $(VENV)/lock-new.txt constraints.txt
-	@git diff --stat -- constraints.txt 2>/dev/null || true
+	@if cmp -s $(VENV)/lock-new.txt constraints.txt; then echo "constraints.txt: already current"; \
+	else mv $(VENV)/lock-new.txt constraints.txt; git diff --stat -- constraints.txt 2>/dev/null || true; fi
 
 lab: $(STAMP)
 	@test -d $(LAB_DIR) || { echo "$(LAB_DIR) does not exist: run make translations"; exit 1; }
