@@ -109,13 +109,14 @@ def disagreements(pyproject_text: str, lock_in_text: str, constraints_text: str)
     for req, _ in pins:
         if len(req.specifier) != 1 or next(iter(req.specifier)).operator != "==":
             problems.append(f"{req}: a pin is one exact version (==)")
+    where_seen: dict[str, list[str]] = {}  # a problem of some environments: which ones
     for where, env in environments(pins):
         here: dict[str, Version] = {}
         for req, _ in pins:
             if req.marker is None or req.marker.evaluate(env):
                 name = canonicalize_name(req.name)
                 if name in here:
-                    problems.append(f"{where}: {name} is pinned twice")
+                    where_seen.setdefault(f"{name} is pinned twice", []).append(where)
                 here[name] = Version(next(iter(req.specifier)).version)
         for source, reqs in asked.items():
             for req in reqs:
@@ -123,11 +124,15 @@ def disagreements(pyproject_text: str, lock_in_text: str, constraints_text: str)
                     continue
                 name = canonicalize_name(req.name)
                 if name not in here:
-                    problems.append(f"{where}: {source} asks for {req}, constraints.txt pins none")
+                    problem = f"{source} asks for {req}, constraints.txt pins none"
                 elif not req.specifier.contains(here[name], prereleases=True):
-                    problems.append(
-                        f"{where}: {source} asks for {req}, constraints.txt pins {here[name]}"
-                    )
+                    problem = f"{source} asks for {req}, constraints.txt pins {here[name]}"
+                else:
+                    continue
+                where_seen.setdefault(problem, []).append(where)
+    for problem, wheres in where_seen.items():
+        more = f" and {len(wheres) - 1} more" if len(wheres) > 1 else ""
+        problems.append(f"{problem} ({wheres[0]}{more})")
 
     names_asked = {
         source: {canonicalize_name(r.name) for r in reqs} for source, reqs in asked.items()
@@ -213,8 +218,8 @@ def test_a_small_lock_that_agrees_passes():
             PYPROJECT.replace("numpy>=1.24", "numpy>=2.3"),
             LOCK,
             CONSTRAINTS,
-            "Python 3.10.0 on linux x86_64: pyproject.toml asks for numpy>=2.3, "
-            "constraints.txt pins 2.2.6",
+            "pyproject.toml asks for numpy>=2.3, constraints.txt pins 2.2.6 "
+            "(Python 3.10.0 on linux x86_64 and ",
         ),
         # a dependency removed from pyproject.toml, its pin left behind
         (
