@@ -26,6 +26,7 @@ from attention_lab import (
     make_batch,
     sliding_window_mask,
 )
+from attention_lab._checks import check_token_ids
 
 MODULES = {
     "MultiHeadAttention": lambda d, h: MultiHeadAttention(d, h, 8),
@@ -175,6 +176,66 @@ def test_sizes_below_one_name_the_value_and_ask_for_a_positive_int(call, name):
 def test_a_float_size_that_is_a_whole_number_is_told_the_int_to_use():
     with raises(ValueError, "context_length=12.0", "pass context_length=12"):
         CausalAttention(8, 8, context_length=12.0)
+
+
+# --- TinyLM's token ids (check_token_ids), word for word ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "idx, exc, expected",
+    [
+        (
+            [[1, 2]],
+            TypeError,
+            "TinyLM takes token ids as an int64 tensor (B, T), got list; convert whole-number "
+            "ids with idx.long() (TinyLM embeds the ids itself)",
+        ),
+        (
+            torch.rand(2, 5),
+            TypeError,
+            "TinyLM takes token ids as an int64 tensor (B, T), got torch.float32; convert "
+            "whole-number ids with idx.long() (TinyLM embeds the ids itself)",
+        ),
+        (
+            torch.zeros(5, dtype=torch.long),
+            ValueError,
+            "idx has shape (5,) (rank 1), but TinyLM takes (B, T) token ids; "
+            "add a batch dimension with idx.unsqueeze(0)",
+        ),
+        (
+            torch.zeros(1, 2, 3, dtype=torch.long),
+            ValueError,
+            "idx has shape (1, 2, 3) (rank 3), but TinyLM takes (B, T) token ids; reshape it",
+        ),
+        (
+            torch.tensor([[-1, 2]]),
+            ValueError,
+            "token ids must lie in [0, 64) for vocab_size=64; got values from -1 to 2; "
+            "ids are row numbers of the embedding table and cannot be negative",
+        ),
+        (
+            torch.tensor([[64]]),  # one id, the first past the end
+            ValueError,
+            "token ids must lie in [0, 64) for vocab_size=64; got values from 64 to 64; "
+            "build TinyLM with vocab_size>=65",
+        ),
+    ],
+    ids=["list", "float", "rank_1", "rank_3", "negative", "one_past_the_end"],
+)
+def test_tiny_lm_refuses_bad_ids_in_one_whole_message(idx, exc, expected):
+    assert message(exc, lambda: TinyLM()(idx)) == expected
+
+
+def test_tiny_lm_accepts_ids_from_0_to_vocab_size_minus_1_and_exactly_context_length_of_them():
+    model = TinyLM().eval()  # vocab_size=64, context_length=12
+    assert model(torch.tensor([[0, 63]])).shape == (1, 2, 64)
+    assert model(torch.zeros(1, 12, dtype=torch.long)).shape == (1, 12, 64)
+    check_token_ids(torch.zeros(1, 0, dtype=torch.long), 64, 12)  # no ids: nothing to range-check
+
+
+def test_the_eager_range_check_still_names_a_bad_id():
+    with pytest.raises(ValueError, match=r"\[0, 64\).*from 0 to 70.*vocab_size>=71"):
+        TinyLM()(torch.tensor([[0, 70]]))
 
 
 # --- the whole message, word for word -------------------------------------------------

@@ -23,6 +23,8 @@ from attention_lab import (
 )
 from attention_lab.tasks import repeat_offset, rows_in
 
+pytestmark = pytest.mark.slow  # every test trains a model, or reads one trained for the session
+
 CHANCE = math.log(64)  # ln 64 = 4.16: the loss of a uniform guess over 64 ids
 
 
