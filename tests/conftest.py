@@ -7,6 +7,8 @@
   every causal one with each of its paths (both paths of ``MultiHeadSelfAttention`` and of
   ``TinyLM``), so the one causality test (test_module_contract.py) covers all of them at once.
 * ``raises`` and ``message``: the error-message checks every test file uses.
+* The browser tests' session fixtures, ``chromium`` and ``jupyterlab`` (tests/browser_helpers.py):
+  one Chromium and one JupyterLab for tests/test_browser.py and tests/test_slides_browser.py.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 
 import pytest
 import torch
+from browser_helpers import chromium, jupyterlab  # noqa: F401  (session fixtures)
 
 from attention_lab import (
     CausalAttention,
@@ -25,6 +28,16 @@ from attention_lab import (
 )
 
 torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(items):
+    """The classroom hub's tests (tests/test_hub.py) start a JupyterHub and a class of kernels:
+    they run with the browser tests, alone and after the rest (`make test`), so nbval
+    competing for the cores does not time them out."""
+    for item in items:
+        if item.path.name == "test_hub.py":
+            item.add_marker(pytest.mark.browser)
+
 
 B, T, D, H = 2, 6, 8, 2  # small sizes used across the tests
 CONTEXT = 10  # context_length: larger than T, so every module slices its mask buffer

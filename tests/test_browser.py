@@ -14,9 +14,10 @@ of the app answers 200.
 
 Skipped with a reason when Chromium or Playwright is missing -- unless the environment sets
 ATTENTION_LAB_REQUIRE_BROWSER=1 (CI does, in .ci/run): then a missing browser is a failure.
-Playwright never downloads a browser here: it drives /usr/bin/chromium. The pages must work
-offline: the browser is cut off from everything but 127.0.0.1 (any other request is aborted
-and recorded), and the Voila app must not even try an outside address.
+The pages must work offline: the browser is cut off from everything but 127.0.0.1 (any other
+request is aborted and recorded), and the Voila app must not even try an outside address.
+Chromium and JupyterLab are the session's (tests/browser_helpers.py), shared with
+tests/test_slides_browser.py. Marked ``browser``: `make test` runs these alone, last.
 Screenshots are kept in artifacts/ (git-ignored): look at them after a layout change.
 """
 
@@ -24,35 +25,21 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from browser_helpers import free_port, offline_context, require_browser, serve, stop
+
+pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "explorer.ipynb"
 LAB_NOTEBOOK = ROOT / "notebooks" / "06_multi_head.ipynb"
 ARTIFACTS = ROOT / "artifacts"
-# Debian's Chromium; ATTENTION_LAB_CHROMIUM points elsewhere (another distribution's path)
-CHROMIUM = Path(os.environ.get("ATTENTION_LAB_CHROMIUM", "/usr/bin/chromium"))
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SIZES = ((1280, 800), (1920, 1080))  # a laptop, a projector
-SERVER_START_TIMEOUT_S = 60  # until the server accepts connections
 PAGE_TIMEOUT_MS = 240_000  # until the notebook has run and the widget is on the page
 CHANGE_TIMEOUT_MS = 60_000  # until the page shows the new setting
 CHANGES = 12  # slider changes timed per page
@@ -67,86 +54,13 @@ RATIO_TOLERANCE = 0.02
 TEMPLATE_ENV = {"JUPYTER_PATH": str(ROOT / "share" / "jupyter")}
 
 
-def _missing() -> str | None:
-    """Why the browser test cannot run here, or None."""
-    if not CHROMIUM.exists():
-        return f"Chromium not found at {CHROMIUM}; install it with `apt-get install chromium`"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the Python package playwright is not installed (pip install playwright)"
-    for module, package in (("voila", "voila"), ("jupyterlab", "jupyterlab")):
-        try:
-            __import__(module)
-        except ImportError:
-            return f"{package} is not installed (pip install {package})"
-    return None
-
-
-def require_browser() -> None:
-    """Skip when the browser test cannot run here, or fail under ATTENTION_LAB_REQUIRE_BROWSER=1."""
-    reason = _missing()
-    if reason is None:
-        return
-    if os.environ.get("ATTENTION_LAB_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"ATTENTION_LAB_REQUIRE_BROWSER=1, but the browser test cannot run: {reason}")
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _serve(args: list[str], port: int, log: Path, cwd: Path, env: dict):
-    """Start a server process; return it once it accepts connections on ``port``."""
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            args, cwd=cwd, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT
-        )
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while True:
-        if server.poll() is not None:
-            pytest.fail(f"{args[2]} exited with code {server.returncode}:\n{log.read_text()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return server
-        except OSError:
-            if time.monotonic() > deadline:
-                _stop(server)
-                pytest.fail(f"{args[2]} did not listen on port {port}:\n{log.read_text()}")
-            time.sleep(0.5)
-
-
-def _stop(server) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """One headless Chromium for every page of this module (only after require_browser)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 @pytest.fixture(scope="module")
 def voila_url(tmp_path_factory):
     """Serve the explorer with Voila on a free port of 127.0.0.1; stop it afterwards."""
-    port = _free_port()
+    require_browser("voila")  # before starting the server: skip (or fail in CI) without one
+    port = free_port()
     log = tmp_path_factory.mktemp("voila") / "voila.log"
-    server = _serve(
+    server = serve(
         [
             sys.executable,
             "-m",
@@ -165,63 +79,19 @@ def voila_url(tmp_path_factory):
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:
-        _stop(server)
+        stop(server)
 
 
-@pytest.fixture(scope="module")
-def lab_url(tmp_path_factory):
-    """JupyterLab on a free port, serving a copy of notebook 06 (running it there must not
-    touch the repository's notebook) with a fresh workspace: the default layout."""
-    root = tmp_path_factory.mktemp("lab")
-    shutil.copy(LAB_NOTEBOOK, root / LAB_NOTEBOOK.name)
-    # JupyterLab 4 puts only the cells in view into the page ("windowing"); render them all,
-    # so the explorer far down the notebook can be found once the cells have run
-    settings = root / ".settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
-    port = _free_port()
-    server = _serve(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            f"--port={port}",
-            "--ServerApp.ip=127.0.0.1",
-            "--IdentityProvider.token=",
-            "--ServerApp.password=",
-            "--ServerApp.disable_check_xsrf=True",
-            f"--ServerApp.root_dir={root}",
-            f"--LabApp.workspaces_dir={root / '.workspaces'}",
-            f"--LabApp.user_settings_dir={root / '.settings'}",
-            "--LabApp.news_url=",
-            "--allow-root",
-        ],
-        port,
-        root / "lab.log",
-        root,
-        {"JUPYTER_RUNTIME_DIR": str(root / ".runtime")},
-    )
-    try:
-        yield f"http://127.0.0.1:{port}/lab/tree/{LAB_NOTEBOOK.name}"
-    finally:
-        _stop(server)
+@pytest.fixture
+def lab_url(jupyterlab):
+    """Notebook 06 in the session's JupyterLab (a copy; conftest's ``jupyterlab``)."""
+    return f"{jupyterlab}/lab/tree/{LAB_NOTEBOOK.name}"
 
 
 def _new_page(browser, url: str, size: tuple[int, int], blocked: list[str]):
     """A page in a fresh context that only reaches the server at ``url``."""
-    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    local = url.split("/", 3)[:3]
-    local = "/".join(local)
-
-    def only_local(route):
-        if route.request.url.startswith(local):
-            route.continue_()
-        else:
-            blocked.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", only_local)
+    local = "/".join(url.split("/", 3)[:3])
+    context = offline_context(browser, (local,), blocked, {"width": size[0], "height": size[1]})
     return context, context.new_page()
 
 
@@ -326,9 +196,8 @@ def _four_to_eight(page, root: str, where: str) -> None:
     _move_n_heads(page, root, "ArrowLeft", 4)
 
 
-def test_the_explorer_app_in_voila(request, browser_required):
-    voila_url = request.getfixturevalue("voila_url")
-    browser = request.getfixturevalue("browser")
+def test_the_explorer_app_in_voila(chromium, voila_url):
+    browser = chromium
     ARTIFACTS.mkdir(exist_ok=True)
     root = ".attention-lab-explorer"
     blocked: list[str] = []
@@ -411,9 +280,8 @@ def test_the_explorer_app_in_voila(request, browser_required):
     assert not blocked, f"the app asked for outside addresses: {blocked}"
 
 
-def test_the_explorer_in_jupyterlab_with_the_file_browser_open(request, browser_required):
-    lab_url = request.getfixturevalue("lab_url")
-    browser = request.getfixturevalue("browser")
+def test_the_explorer_in_jupyterlab_with_the_file_browser_open(chromium, lab_url):
+    browser = chromium
     ARTIFACTS.mkdir(exist_ok=True)
     blocked: list[str] = []
     context, page = _new_page(browser, lab_url, SIZES[0], blocked)
@@ -464,8 +332,3 @@ def test_the_explorer_in_jupyterlab_with_the_file_browser_open(request, browser_
     # and the page works without it; anything else would be a real outside request.
     unexpected = [url for url in blocked if url not in COLAB_BADGE]
     assert not unexpected, f"JupyterLab asked for outside addresses: {unexpected}"
-
-
-@pytest.fixture
-def browser_required():
-    require_browser()  # before starting a server: skip (or fail in CI) without a browser

@@ -3,8 +3,9 @@
 1. JupyterLab with RISE (jupyterlab-rise) serves a temporary copy of notebooks/ on a free port
    of 127.0.0.1, token-less, with the project's RISE settings (teaching/jupyterlab-settings:
    the "white" reveal theme, whose fonts are bundled; the default "simple" theme imports Google
-   Fonts). Notebook 02 opens as a slideshow at /rise/02_query_key_value.ipynb, three slides
-   advance, and a figure becomes visible.
+   Fonts): the session's JupyterLab, shared with tests/test_browser.py, like the Chromium
+   both drive (tests/browser_helpers.py). Notebook 02 opens as a slideshow at
+   /rise/02_query_key_value.ipynb, three slides advance, and a figure becomes visible.
 2. The static deck of notebook 06 (tools/slides.py html) opens from a file:// URL and shows
    its first slides.
 
@@ -13,150 +14,27 @@ and recorded, and the test fails if the page even tried one (one known exception
 Screenshots go to artifacts/slides/ (git-ignored): RISE's notebook 02 and deck 06 at 1280x800 and
 1920x1080; with ATTENTION_LAB_ALL_SLIDES=1, three slides of every deck 01-08 (about 60 s more).
 Skipped with a reason when Chromium or Playwright is missing, unless the environment sets
-ATTENTION_LAB_REQUIRE_BROWSER=1 (CI does): then it fails.
+ATTENTION_LAB_REQUIRE_BROWSER=1 (CI does): then it fails. Marked ``browser``: `make test` runs
+these alone, last.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from browser_helpers import offline_context, require_browser
+
+pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "slides"
-RISE_SETTINGS = ROOT / "teaching" / "jupyterlab-settings"
-CHROMIUM = Path(os.environ.get("ATTENTION_LAB_CHROMIUM", "/usr/bin/chromium"))
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SERVER_START_TIMEOUT_S = 90
 PAGE_TIMEOUT_MS = 120_000
 # The Colab badge cell is a skipped slide, but RISE keeps every cell in the page, so the badge's
 # <img> (colab.research.google.com) is requested -- and aborted here. The notebooks' badge is
 # their content (tools/badges.py), not the slideshow's; the static decks leave skipped cells out.
 KNOWN_OUTSIDE = ("https://colab.research.google.com/assets/colab-badge.svg",)
-
-
-def _missing() -> str | None:
-    if not CHROMIUM.exists():
-        return f"Chromium not found at {CHROMIUM}; install it with `apt-get install chromium`"
-    for module, why in (
-        ("playwright", "pip install playwright"),
-        ("jupyterlab", "pip install jupyterlab"),
-        ("jupyterlab_rise", "pip install jupyterlab-rise"),
-    ):
-        if importlib.util.find_spec(module) is None:
-            return f"the Python package {module} is not installed ({why})"
-    return None
-
-
-def require_browser() -> None:
-    reason = _missing()
-    if reason is None:
-        return
-    if os.environ.get("ATTENTION_LAB_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"ATTENTION_LAB_REQUIRE_BROWSER=1, but the browser test cannot run: {reason}")
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _load_slides_tool():
-    spec = importlib.util.spec_from_file_location("slides", ROOT / "tools" / "slides.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["slides"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def lab_url(tmp_path_factory):
-    """JupyterLab with RISE on a free port of 127.0.0.1, serving a copy of notebooks/."""
-    work = tmp_path_factory.mktemp("lab")
-    for nb in (ROOT / "notebooks").glob("*.ipynb"):
-        shutil.copy(nb, work / nb.name)
-    port = _free_port()
-    log = work / "lab.log"
-    args = [
-        sys.executable,
-        "-m",
-        "jupyter",
-        "lab",
-        "--no-browser",
-        f"--port={port}",
-        "--ServerApp.ip=127.0.0.1",
-        "--IdentityProvider.token=",
-        "--ServerApp.password=",
-        f"--ServerApp.root_dir={work}",
-        f"--LabApp.app_settings_dir={RISE_SETTINGS}",
-        f"--LabApp.user_settings_dir={work / 'user-settings'}",
-        f"--LabApp.workspaces_dir={work / 'workspaces'}",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]
-    if hasattr(os, "getuid") and os.getuid() == 0:
-        args.append("--allow-root")
-    with open(log, "wb") as out:
-        server = subprocess.Popen(args, cwd=work, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"JupyterLab exited with code {server.returncode}:\n{log.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not listen on {port}:\n{log.read_text()}")
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-
-def _browser(p, tmp_path, allowed: tuple[str, ...], outside: list[str], viewport, scale=1):
-    context = p.chromium.launch_persistent_context(
-        user_data_dir=str(tmp_path / "chromium-profile"),
-        executable_path=str(CHROMIUM),
-        headless=True,
-        args=LAUNCH_ARGS,
-        viewport=viewport,
-        device_scale_factor=scale,
-    )
-
-    def only_local(route):
-        if route.request.url.startswith(allowed):
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", only_local)
-    return context
 
 
 def _visible_figure(page) -> bool:
@@ -168,42 +46,41 @@ def _visible_figure(page) -> bool:
     )
 
 
-def test_rise_presents_notebook_02_as_slides_offline(request, tmp_path):
-    require_browser()
-    url = request.getfixturevalue("lab_url")
-    from playwright.sync_api import expect, sync_playwright
+def test_rise_presents_notebook_02_as_slides_offline(chromium, jupyterlab):
+    require_browser("jupyterlab_rise")
+    from playwright.sync_api import expect
 
+    url = jupyterlab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     outside: list[str] = []
-    with sync_playwright() as p:
-        context = _browser(p, tmp_path, (url,), outside, {"width": 1280, "height": 800})
-        try:
-            page = context.new_page()
-            page.goto(f"{url}/rise/02_query_key_value.ipynb", wait_until="domcontentloaded")
-            present = page.locator(".reveal .slides section.present").last
-            expect(present).to_be_visible(timeout=PAGE_TIMEOUT_MS)
-            expect(page.locator(".reveal")).to_contain_text("Query, key, value", ignore_case=True)
-            page.wait_for_timeout(1000)  # let the typeset maths settle before the picture
-            hashes = [page.evaluate("location.hash")]
-            page.screenshot(path=str(ARTIFACTS / "rise-02-slide-0.png"))
-            for i in range(1, 4):  # three slides forward (space: next slide, subslide or fragment;
-                page.keyboard.press("Space")  # the right arrow would skip the subslides)
-                page.wait_for_function("old => location.hash !== old", arg=hashes[-1])
-                hashes.append(page.evaluate("location.hash"))
-                page.screenshot(path=str(ARTIFACTS / f"rise-02-slide-{i}.png"))
-            presses = 0
-            while not _visible_figure(page) and presses < 40:  # on to the first figure
-                page.keyboard.press("Space")
-                page.wait_for_timeout(250)
-                presses += 1
-            figure = _visible_figure(page)
-            page.screenshot(path=str(ARTIFACTS / "rise-02-figure.png"))
-            layout = page.evaluate(
-                "() => ({w: document.querySelector('.reveal').clientWidth,"
-                " scrolled: document.scrollingElement.scrollTop})"
-            )
-        finally:
-            context.close()
+    context = offline_context(chromium, (url,), outside, {"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.goto(f"{url}/rise/02_query_key_value.ipynb", wait_until="domcontentloaded")
+        present = page.locator(".reveal .slides section.present").last
+        expect(present).to_be_visible(timeout=PAGE_TIMEOUT_MS)
+        expect(page.locator(".reveal")).to_contain_text("Query, key, value", ignore_case=True)
+        page.wait_for_timeout(1000)  # let the typeset maths settle before the picture
+        hashes = [page.evaluate("location.hash")]
+        page.screenshot(path=str(ARTIFACTS / "rise-02-slide-0.png"))
+        for i in range(1, 4):  # three slides forward (space: next slide, subslide or fragment;
+            page.keyboard.press("Space")  # the right arrow would skip the subslides)
+            page.wait_for_function("old => location.hash !== old", arg=hashes[-1])
+            hashes.append(page.evaluate("location.hash"))
+            page.screenshot(path=str(ARTIFACTS / f"rise-02-slide-{i}.png"))
+        presses = 0
+        while not _visible_figure(page) and presses < 40:  # on to the first figure
+            page.keyboard.press("Space")
+            page.wait_for_timeout(250)
+            presses += 1
+        figure = _visible_figure(page)
+        page.screenshot(path=str(ARTIFACTS / "rise-02-figure.png"))
+        layout = page.evaluate(
+            "() => ({w: document.querySelector('.reveal').clientWidth,"
+            " scrolled: document.scrollingElement.scrollTop})"
+        )
+    finally:
+        context.close()
 
     assert len(set(hashes)) == 4, f"three key presses should show three new slides: {hashes}"
     assert figure, f"no figure became visible within {presses} more slides"
@@ -212,11 +89,9 @@ def test_rise_presents_notebook_02_as_slides_offline(request, tmp_path):
     assert unexpected == [], f"the slideshow asked for outside addresses: {unexpected}"
 
 
-def test_static_deck_of_06_opens_from_a_file_url_offline(tmp_path):
-    require_browser()
-    from playwright.sync_api import sync_playwright
+def test_static_deck_of_06_opens_from_a_file_url_offline(chromium, tmp_path):
+    import slides  # tools/slides.py (pytest's pythonpath)
 
-    slides = _load_slides_tool()
     out = tmp_path / "decks"
     notebooks = slides.chapter_notebooks()
     if os.environ.get("ATTENTION_LAB_ALL_SLIDES") != "1":  # all eight decks take ~60 s more
@@ -225,39 +100,38 @@ def test_static_deck_of_06_opens_from_a_file_url_offline(tmp_path):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     outside: list[str] = []
     shown: dict[str, list[str]] = {}
-    with sync_playwright() as p:
-        context = _browser(p, tmp_path, ("file://",), outside, {"width": 1280, "height": 800})
-        try:
-            page = context.new_page()
-            for viewport in ({"width": 1280, "height": 800}, {"width": 1920, "height": 1080}):
-                page.set_viewport_size(viewport)
-                size = f"{viewport['width']}x{viewport['height']}"
-                for deck in decks:
-                    stem = deck.name.split(".")[0]
-                    if size != "1280x800" and not stem.startswith("06"):
-                        continue
-                    page.goto(deck.as_uri())
-                    page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
-                    page.wait_for_function(
-                        "window.MathJax && MathJax.startup && MathJax.startup.promise",
-                        timeout=30_000,
-                    )
-                    page.evaluate("MathJax.startup.promise.then(() => true)")  # maths typeset
-                    titles = []
-                    for i in range(3):
-                        titles.append(
-                            page.evaluate(
-                                "() => { const s = Reveal.getCurrentSlide();"
-                                " const r = s.getBoundingClientRect();"
-                                " return r.width > 0 ? s.innerText.slice(0, 80) : ''; }"
-                            )
+    context = offline_context(chromium, ("file://",), outside, {"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        for viewport in ({"width": 1280, "height": 800}, {"width": 1920, "height": 1080}):
+            page.set_viewport_size(viewport)
+            size = f"{viewport['width']}x{viewport['height']}"
+            for deck in decks:
+                stem = deck.name.split(".")[0]
+                if size != "1280x800" and not stem.startswith("06"):
+                    continue
+                page.goto(deck.as_uri())
+                page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
+                page.wait_for_function(
+                    "window.MathJax && MathJax.startup && MathJax.startup.promise",
+                    timeout=30_000,
+                )
+                page.evaluate("MathJax.startup.promise.then(() => true)")  # maths typeset
+                titles = []
+                for i in range(3):
+                    titles.append(
+                        page.evaluate(
+                            "() => { const s = Reveal.getCurrentSlide();"
+                            " const r = s.getBoundingClientRect();"
+                            " return r.width > 0 ? s.innerText.slice(0, 80) : ''; }"
                         )
-                        page.screenshot(path=str(ARTIFACTS / f"deck-{stem}-{size}-{i}.png"))
-                        page.evaluate("Reveal.next()")
-                        page.wait_for_timeout(150)
-                    shown[f"{stem}-{size}"] = titles
-        finally:
-            context.close()
+                    )
+                    page.screenshot(path=str(ARTIFACTS / f"deck-{stem}-{size}-{i}.png"))
+                    page.evaluate("Reveal.next()")
+                    page.wait_for_timeout(150)
+                shown[f"{stem}-{size}"] = titles
+    finally:
+        context.close()
 
     first = shown["06_multi_head-1280x800"]
     assert "06" in first[0] and "MULTI-HEAD" in first[0].upper(), first
