@@ -9,11 +9,6 @@ PIP    := $(BIN)/python -m pip
 # Jupyter refuses to start as root unless told to (containers, some cloud machines).
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 JOBS ?= auto
-BROWSER_TESTS := tests/test_browser.py tests/test_slides_browser.py
-# The classroom hub's tests start a hub and run a class of kernels: they run with the browser
-# tests, after the rest, so they are not timed out by nbval competing for the cores.
-BROWSER_TESTS += tests/test_hub.py
-NOT_BROWSER := $(foreach t,$(BROWSER_TESTS),--ignore=$(t))
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
              --ignore-glob='*/.ipynb_checkpoints/*'
 
@@ -97,19 +92,20 @@ slides-html: $(STAMP)
 	$(BIN)/python tools/summary_sheet.py --out build/teaching --pdf
 
 # Unit tests and nbval run on every core (pytest-xdist; a notebook stays on one worker);
-# the browser tests run afterwards on their own, so the times they print are a quiet
-# machine's, not ones taken while other notebooks compete for the cores.
+# the tests marked browser (real browser, real servers; the classroom hub's too) run
+# afterwards on their own, so the times they print are a quiet machine's, not ones taken
+# while other notebooks compete for the cores. Markers: [tool.pytest.ini_options].
 test: $(STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
 	$(BIN)/python -m ruff format --check src tests tools
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile tests notebooks $(PYTEST_NB) $(NOT_BROWSER)
-	$(BIN)/python -m pytest -s $(BROWSER_TESTS)
+	$(BIN)/python -m pytest -m "not browser" -n $(JOBS) --dist loadfile tests notebooks $(PYTEST_NB)
+	$(BIN)/python -m pytest -m browser -s tests
 
 test-colab: $(STAMP)
 	PYTHON=$(PYTHON) bash tools/colab_widgets_check.sh
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -m "not browser" tests
 
 nbval: $(STAMP)
 	$(BIN)/python -m pytest notebooks $(PYTEST_NB)
