@@ -1,4 +1,6 @@
-"""The drawn diagrams (the ``diagrams`` package): what they draw matches the sizes asked for."""
+"""The drawn diagrams (the ``diagrams`` package): what they draw matches the sizes asked for.
+
+The tests that render run on both drawing paths, fast and plain Agg (``path``)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,21 @@ import torch
 from matplotlib.colors import to_hex
 from matplotlib.patches import Rectangle
 
-from attention_lab import diagrams
+from attention_lab import _mpl_fast, diagrams
 from attention_lab.palette import BLOCKED_COLOR, HEAD_COLORS, head_color
 from attention_lab.plotting import LabFigure
+
+
+@pytest.fixture(params=["fast", "plain"])
+def path(request):
+    """The test on the fast drawing path and on the plain-Agg fallback (_mpl_fast)."""
+    _mpl_fast.use_plain_agg(request.param == "plain")
+    if request.param == "fast" and not _mpl_fast.fast_path():
+        pytest.skip(_mpl_fast.status())  # test_mpl_fast fails for the pinned versions
+    diagrams.head_split_png.cache_clear()  # PNGs drawn on the other path
+    yield request.param
+    _mpl_fast.use_plain_agg(False)
+    diagrams.head_split_png.cache_clear()
 
 
 def head_patches(fig) -> dict[int, list]:
@@ -143,7 +157,7 @@ def texts(fig) -> str:
 
 
 @pytest.mark.parametrize("T", [1, 2, 6, 12])
-def test_causal_mask_grid_blocks_exactly_the_cells_above_the_diagonal(T):
+def test_causal_mask_grid_blocks_exactly_the_cells_above_the_diagonal(path, T):
     fig = diagrams.causal_mask_grid(T)
     blocked = patches_with(fig, "blocked")
     allowed = patches_with(fig, "allowed")
@@ -163,7 +177,7 @@ def test_causal_mask_grid_blocks_exactly_the_cells_above_the_diagonal(T):
     assert key[0] == "blocked"  # the drawn key names the grey, striped cells
 
 
-def test_mask_before_vs_after_writes_the_true_row_sums():
+def test_mask_before_vs_after_writes_the_true_row_sums(path):
     scores = torch.randn(5, 5, generator=torch.Generator().manual_seed(0))
     fig = diagrams.mask_before_vs_after(scores)
     mask = torch.ones(5, 5, dtype=torch.bool).triu(1)
@@ -243,7 +257,7 @@ def test_weighted_average_refuses_weights_that_do_not_sum_to_one():
         diagrams.weighted_average([0.2, 0.3, 0.5], ["a", "b"])
 
 
-def test_qkv_flow_unscaled_draws_q_k_t_as_notebook_02_computes_it():
+def test_qkv_flow_unscaled_draws_q_k_t_as_notebook_02_computes_it(path):
     unscaled = texts(diagrams.qkv_flow(6, 16, 8, scaled=False))
     assert "Q Kᵀ | scores (6, 6)" in unscaled and "√d_head = √8" not in unscaled
     assert "/ √d_head" not in unscaled.replace("divided by √d_head", "")
@@ -295,7 +309,7 @@ def test_head_rows_gives_each_head_d_head_rows_per_block_in_its_colour(D, H, fus
 
 
 @pytest.mark.parametrize(("D", "H", "fused"), [(12, 3, False), (32, 4, False), (12, 3, True)])
-def test_head_rows_draws_the_weight_to_scale_under_the_code_names(D, H, fused):
+def test_head_rows_draws_the_weight_to_scale_under_the_code_names(path, D, H, fused):
     import attention_lab
 
     fig = diagrams.head_rows(D, H, fused=fused)
@@ -438,7 +452,7 @@ ALL_DIAGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(ALL_DIAGRAMS))
-def test_every_diagram_is_readable_and_renders_in_reasonable_time(name):
+def test_every_diagram_is_readable_and_renders_in_reasonable_time(path, name):
     fig = ALL_DIAGRAMS[name]()
     assert isinstance(fig, LabFigure) and fig.dpi >= 100
     sizes = [t.get_fontsize() for ax in fig.axes for t in ax.texts]
@@ -451,7 +465,7 @@ def test_every_diagram_is_readable_and_renders_in_reasonable_time(name):
     assert best < SLOW
 
 
-def test_head_split_png_is_cached_per_size_and_is_the_same_picture():
+def test_head_split_png_is_cached_per_size_and_is_the_same_picture(path):
     first = diagrams.head_split_png(6, 32, 4)
     assert first[:8] == b"\x89PNG\r\n\x1a\n"
     assert diagrams.head_split_png(6, 32, 4) is first  # second visit: from the cache
@@ -488,7 +502,7 @@ def texts_outside_their_box(fig) -> list[str]:
         lambda: diagrams.training_setup(50_000, 1024, 128, 8),
     ],
 )
-def test_box_labels_fit_inside_their_boxes_even_with_long_sizes(make):
+def test_box_labels_fit_inside_their_boxes_even_with_long_sizes(path, make):
     assert texts_outside_their_box(make()) == []
 
 
@@ -594,7 +608,7 @@ def test_the_roadmap_places_every_notebook_and_marks_what_the_tiny_model_leaves_
     assert "left out of the tiny model" in shown
 
 
-def test_the_roadmap_fits_a_laptop_and_refuses_a_notebook_it_does_not_know():
+def test_the_roadmap_fits_a_laptop_and_refuses_a_notebook_it_does_not_know(path):
     fig = diagrams.roadmap(highlight=6)
     w, h = fig.get_size_inches() * fig.dpi
     assert w <= 1280 and h <= 800

@@ -8,7 +8,9 @@ prints both paths side by side):
   ``RendererAgg._prepare_font``, the C renderer's ``draw_text_image``,
   ``FontManager._find_fonts_by_props``, ``backend_agg.get_hinting_flag``, FT2Font's
   string methods, and answers matplotlib 3.11's ``_get_font_height_metrics`` hook.
-* ``CellImage``: an ``imshow`` image painted by numpy (public ``make_image`` contract).
+* ``cells.CellImage``: an ``imshow`` image painted by numpy (public API only: it overrides
+  ``AxesImage.make_image``; used only when the probe below shows it paints what matplotlib
+  paints).
 
 Nothing here is used before ``fast_path()`` has checked, once per process, that every
 internal above exists and that a tiny probe figure drawn both ways agrees with plain Agg
@@ -32,9 +34,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties, fontManager
 from matplotlib.image import AxesImage
-from matplotlib.transforms import IdentityTransform
 
 from .cache import LRUDict
+from .cells import CellImage
 
 ENV_VAR = "ATTENTION_LAB_PLAIN_AGG"
 _state: dict = {"fast": None, "reason": "not checked yet"}  # fast: None = not decided
@@ -91,14 +93,16 @@ def _decide(fast: bool, reason: str) -> None:
 
 def _missing_internals() -> str:
     """The first internal the fast path needs that this matplotlib lacks, or ''."""
-    wanted = [(backend_agg, "get_hinting_flag"), (RendererAgg, "_prepare_font")]
-    wanted += [(fontManager, "_find_fonts_by_props")]
-    for owner, name in wanted:
-        if not callable(getattr(owner, name, None)):
-            return f"{getattr(owner, '__name__', type(owner).__name__)}.{name} is missing"
     renderer = RendererAgg(4, 4, 72)
-    if not callable(getattr(getattr(renderer, "_renderer", None), "draw_text_image", None)):
-        return "RendererAgg._renderer.draw_text_image is missing"
+    wanted = [
+        (backend_agg, "backend_agg", "get_hinting_flag"),
+        (renderer, "RendererAgg", "_prepare_font"),
+        (getattr(renderer, "_renderer", None), "RendererAgg._renderer", "draw_text_image"),
+        (fontManager, "FontManager", "_find_fonts_by_props"),
+    ]
+    for owner, where, name in wanted:
+        if not callable(getattr(owner, name, None)):
+            return f"{where}.{name} is missing"
     font = renderer._prepare_font(FontProperties(size=10))
     for name in _FONT_METHODS:
         if not hasattr(font, name):
@@ -190,55 +194,6 @@ class LabCanvas(FigureCanvasAgg):
             self.renderer = _CachedTextRenderer(w, h, self.figure.dpi)
             self._lab_key = key
         return self.renderer
-
-
-# -- heatmap cells painted by numpy -------------------------------------------------------
-
-
-class CellImage(AxesImage):
-    """An ``imshow`` image (nearest neighbour, axis-aligned) painted by numpy: each screen
-    pixel takes the colour of the cell its centre falls in -- what matplotlib's resampling
-    gives, for a fraction of the work. Anything else is left to ``AxesImage``."""
-
-    def make_image(self, renderer, magnification=1.0, unsampled=False):
-        trans = self.get_transform()
-        if unsampled or magnification != 1.0 or not trans.is_affine or self.origin != "upper":
-            return super().make_image(renderer, magnification, unsampled)
-        data = self.get_array()
-        n_rows, n_cols = data.shape[:2]
-        left, right, bottom, top = self.get_extent()
-        (x_left, y_top), (x_right, y_bottom) = trans.transform([(left, top), (right, bottom)])
-        if abs(trans.transform((left, bottom))[0] - x_left) > 1e-6:  # rotated: not ours
-            return super().make_image(renderer, magnification, unsampled)
-        clip = self.get_clip_box() or self.axes.bbox
-        width, height = renderer.get_canvas_width_height()
-        lo_x = max(min(x_left, x_right), clip.x0, 0.0)
-        hi_x = min(max(x_left, x_right), clip.x1, width)
-        lo_y = max(min(y_top, y_bottom), clip.y0, 0.0)
-        hi_y = min(max(y_top, y_bottom), clip.y1, height)
-        px = np.arange(math.ceil(lo_x - 0.5), math.floor(hi_x - 0.5) + 1)  # pixel columns
-        py = np.arange(math.ceil(lo_y - 0.5), math.floor(hi_y - 0.5) + 1)  # rows, bottom first
-        if px.size == 0 or py.size == 0:
-            return None, 0, 0, None
-        # a pixel centre exactly on a cell edge goes to the earlier cell (matplotlib 3.11)
-        cols = np.floor((px + 0.5 - x_left) / (x_right - x_left) * n_cols - 1e-6).astype(int)
-        rows = np.floor((py + 0.5 - y_top) / (y_bottom - y_top) * n_rows - 1e-6).astype(int)
-        rgba = self.to_rgba(data, bytes=True, norm=True)  # (n_rows, n_cols, 4) uint8
-        image = _repeat(
-            _repeat(rgba, np.clip(rows, 0, n_rows - 1), 0), np.clip(cols, 0, n_cols - 1), 1
-        )
-        return image, int(px[0]), int(py[0]), IdentityTransform()  # Agg: row 0 at the bottom
-
-
-def _repeat(a: np.ndarray, index: np.ndarray, axis: int) -> np.ndarray:
-    """``a.take(index, axis)`` for a monotonic ``index`` (runs of one cell), by ``np.repeat``:
-    about 15 times faster than fancy indexing on a panel."""
-    lo, hi = int(index.min()), int(index.max())
-    part = a.take(np.arange(lo, hi + 1), axis=axis)
-    counts = np.bincount(index - lo, minlength=hi - lo + 1)
-    if index[0] > index[-1]:  # decreasing: the cells in reverse order
-        part, counts = np.flip(part, axis), counts[::-1]
-    return np.repeat(part, counts, axis=axis)
 
 
 # -- the probe: a tiny figure drawn on both paths must agree ------------------------------

@@ -119,20 +119,46 @@ def plot_ratios(tables: list[list[Row]], path: Path) -> None:
 
 
 def explorer_times(log=print) -> None:
-    """Redraw and retrain times of the interactive explorer (``benchmark_explorer``)."""
+    """Redraw and retrain times of the interactive explorer (``benchmark_explorer``), on the
+    figures' fast path and on the plain-Agg fallback (``_mpl_fast``), in this one run."""
+    from .. import _mpl_fast
+    from ..diagrams import head_split_png
     from .explorer import benchmark_explorer  # lazy: ipywidgets loads only here
 
-    result = benchmark_explorer()
-    log(
-        f"explorer: redraw median {result['redraw_median_ms']:.1f} ms (budget 150 ms), "
-        f"n_heads change median {result['panel_count_median_ms']:.1f} ms, "
-        f"retrain {result['retrain_s']:.1f} s"
+    results = {}
+    try:
+        for path in ("fast", "plain"):
+            _mpl_fast.use_plain_agg(path == "plain")
+            if path == "fast" and not _mpl_fast.fast_path():
+                log(f"explorer: the fast path is off here ({_mpl_fast.status()})")
+            head_split_png.cache_clear()  # each path draws its own diagrams
+            results[path] = result = benchmark_explorer()
+            log(
+                f"explorer ({'fast path' if path == 'fast' else 'plain Agg'}): redraw median "
+                f"{result['redraw_median_ms']:.1f} ms (budget 150 ms), new titles "
+                f"{result['redraw_new_titles_median_ms']:.1f} ms, n_heads change median "
+                f"{result['panel_count_median_ms']:.1f} ms, first draw "
+                f"{result['first_draw_ms']:.0f} ms, retrain {result['retrain_s']:.1f} s"
+            )
+    finally:
+        _mpl_fast.use_plain_agg(False)
+    fast, plain = results["fast"], results["plain"]
+    ratios = ", ".join(
+        f"{what} {plain[key] / fast[key]:.2f}x"
+        for what, key in (
+            ("redraw", "redraw_median_ms"),
+            ("redraw CPU", "redraw_cpu_median_ms"),
+            ("new titles", "redraw_new_titles_median_ms"),
+            ("n_heads change", "panel_count_median_ms"),
+            ("first draw", "first_draw_ms"),
+            ("prebuild", "prebuild_ms"),
+        )
     )
+    log(f"explorer: plain Agg / fast path = {ratios}")
 
 
 def figure_times(log=print) -> None:
-    """Render times of the drawn diagrams (``bench.figures``)."""
-    from .figures import figure_times as measure
-    from .figures import format_figure_times
+    """Render times of the drawn diagrams and heatmaps on both paths (``bench.figures``)."""
+    from .figures import figure_times_both_paths, format_both_paths
 
-    log(format_figure_times(measure()))
+    log(format_both_paths(figure_times_both_paths()))

@@ -6,43 +6,47 @@ the code and can follow the explorer's sliders. Every function returns a ``LabFi
 (shown as a PNG when it ends a notebook cell); ``draw_head_split`` draws into an
 existing axes instead. One module per lesson, each read in one sitting:
 
-====================================  ====================================  ==========  ===========
-function                              what it shows                         notebook    module
-====================================  ====================================  ==========  ===========
-``roadmap(highlight=n)``              a GPT block as a stack, each          01-09       ``roadmap``
+====================================  ====================================  =========  =============
+function                              what it shows                         notebook   module
+====================================  ====================================  =========  =============
+``roadmap(highlight=n)``              a GPT block as a stack, each          01-09      ``roadmap``
                                       notebook at the part it builds
-``weighted_average``                  tokens -> context vector, arrow       01          ``flow``
+``weighted_average``                  tokens -> context vector, arrow       01         ``flow``
                                       width ~ weight
-``qkv_flow``                          x -> W_q, W_k, W_v -> scores ->       02, 03      ``flow``
+``qkv_flow``                          x -> W_q, W_k, W_v -> scores ->       02, 03     ``flow``
                                       softmax -> weights @ V, with shapes
                                       (``scaled=False``: Q Kᵀ, for 02)
-``causal_mask_grid``                  the T x T causal mask, blocked cells  04          ``masks``
-``mask_before_vs_after``              mask before softmax vs zero after,    04          ``masks``
+``causal_mask_grid``                  the T x T causal mask, blocked cells  04         ``masks``
+``mask_before_vs_after``              mask before softmax vs zero after,    04         ``masks``
                                       with row sums
-``dropout_row``                       dropped entries (white, orange ×,     05          ``masks``
+``dropout_row``                       dropped entries (white, orange ×,     05         ``masks``
                                       not blocked) and the 1/(1-p) rescale
-``head_split`` / ``draw_head_split``  (B, T, D) -> view: each token an      06,         ``heads``
+``head_split`` / ``draw_head_split``  (B, T, D) -> view: each token an      06,        ``heads``
 / ``head_split_png`` (cached PNG)     (H, d_head) matrix -> transpose: one  explorer
                                       (T, d_head) block per head -> merged
-``head_rows``                         the rows of W_q.weight / qkv.weight   06, 07      ``heads``
+``head_rows``                         the rows of W_q.weight / qkv.weight   06, 07     ``head_rows``
                                       each head owns, drawn to scale
-``training_setup``                    tokens -> embeddings -> attention ->  08          ``training``
+``training_setup``                    tokens -> embeddings -> attention ->  08         ``training``
                                       LM head -> next token
-``tiled_softmax``                     the online softmax worked with        bonus       ``training``
+``tiled_softmax``                     the online softmax worked with        bonus      ``tiled``
                                       numbers: m, rescale, l, acc per tile
-``online_softmax_steps``              those numbers, per tile, as dicts     bonus       ``training``
-====================================  ====================================  ==========  ===========
+``online_softmax_steps``              those numbers, per tile, as dicts     bonus      ``tiled``
+====================================  ====================================  =========  =============
 
-Shared boxes, arrows, labels and size checks are in ``_draw``. Colours, font sizes and
-dpi come from ``palette``: head h has one colour everywhere.
+Shared boxes, arrows, labels and size checks are in ``_draw``; the roadmap's parts in
+``_roadmap_parts``; figures, the numpy-painted cells and the blocked-cell stripes in
+``attention_lab.canvas``. Colours, font sizes and dpi come from ``palette``: head h hasone
+colour everywhere.
 """
 
 from ._draw import ARROW, EDGE, MAX_D, MAX_HEADS, NEUTRAL
 from .flow import qkv_flow, weighted_average
-from .heads import draw_head_split, head_rows, head_split, head_split_png
+from .head_rows import head_rows
+from .heads import draw_head_split, head_split, head_split_png
 from .masks import causal_mask_grid, dropout_row, mask_before_vs_after
 from .roadmap import roadmap
-from .training import online_softmax_steps, tiled_softmax, training_setup
+from .tiled import online_softmax_steps, tiled_softmax
+from .training import training_setup
 
 __all__ = [
     "ARROW",

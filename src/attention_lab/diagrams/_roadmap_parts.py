@@ -1,0 +1,74 @@
+"""What the roadmap (``roadmap.py``) draws where: the notebooks, the parts each builds, the
+steps inside the attention layer, its colours, and the notebook tags."""
+
+from __future__ import annotations
+
+from matplotlib.patches import FancyBboxPatch
+
+from ..palette import TEXT_COLOR, TICK_SIZE
+from ._draw import EDGE, _label
+
+CHAPTER_FILL = "#CFE3F1"  # the chapter's layer: the attention sublayer
+HIGHLIGHT = "#EE3377"  # the notebook asked for (``highlight=``): no head, weight or mask
+LEFT_OUT = "#777777"  # outline and text of the parts TinyLM leaves out (dashed, not grey)
+
+NOTEBOOKS = {
+    1: "weighted average",
+    2: "queries, keys, values",
+    3: "scaling by 1/√d_head",
+    4: "causal mask",
+    5: "one causal head",
+    6: "multi-head",
+    7: "fused QKV",
+    8: "training a tiny model",
+    9: "real text: MLP, residuals, layer norm",
+}
+# which drawn parts each notebook builds (their gids)
+PARTS = {
+    1: ("step 1",),
+    2: ("step 2",),
+    3: ("step 3",),
+    4: ("step 4",),
+    5: ("step 5",),
+    6: ("step 6",),
+    7: ("step 7",),
+    8: ("embedding", "attention", "linear", "softmax"),
+    9: ("ln1", "residual 1", "ln2", "mlp", "residual 2", "ln_f"),
+}
+STEPS = (  # inside the attention sublayer, in the order the chapter builds it
+    (1, "a weighted average of the tokens"),
+    (2, "queries, keys, values: scores Q Kᵀ"),
+    (3, "scale the scores by 1/√d_head"),
+    (4, "causal mask: no look at the future"),
+    (5, "one causal head (+ dropout)"),
+    (6, "multi-head: split, attend, merge"),
+    (7, "one fused QKV projection"),
+)
+
+
+def _badge(ax, x, y, n, highlight):
+    """A small rounded tag "0n" with its left edge at x, centred on y."""
+    on = n == highlight
+    tag = FancyBboxPatch(
+        (x, y - 0.16),
+        0.42,
+        0.32,
+        boxstyle="round,pad=0.0,rounding_size=0.08",
+        facecolor=HIGHLIGHT if on else "white",
+        edgecolor=HIGHLIGHT if on else EDGE,
+        lw=2.0 if on else 1.0,
+        gid=f"notebook {n:02d}",
+        clip_on=False,
+        zorder=6,
+    )
+    ax.add_artist(tag)
+    _label(
+        ax,
+        x + 0.21,
+        y,
+        f"{n:02d}",
+        size=TICK_SIZE,
+        weight="bold",
+        color="white" if on else TEXT_COLOR,
+        zorder=7,
+    )

@@ -1,0 +1,290 @@
+"""The bonus notebook's tiled attention: the online softmax of one query row, worked with
+numbers (``online_softmax_steps``) and drawn step by step (``tiled_softmax``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from matplotlib.patches import Rectangle
+
+from ..arrays import to_numpy
+from ..canvas import LabFigure
+from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, head_color
+from ._draw import NEUTRAL, _box, _canvas, _label, _size, _suptitle, _weights
+
+MAX_TILED_KEYS = 16  # one number per key must fit across the figure
+
+
+def online_softmax_steps(scores, tile: int, values=None) -> list[dict]:
+    """The online softmax of one row of ``scores`` (T,), read ``tile`` keys at a time.
+
+    Returns one dict per tile, the numbers a tiled attention keeps after reading it:
+
+    * ``step``, ``first``, ``last``: the tile's number and its first and last key (inclusive);
+    * ``scores``: the tile's scores; ``tile_max``: their maximum;
+    * ``m_old``, ``m``: the running max before and after (``m_old`` is -inf at step 0);
+    * ``rescale``: exp(m_old - m), what the old ``l`` and ``acc`` are multiplied by (0 at
+      step 0);
+    * ``l``: the running sum of exp(s - m) over the keys read so far;
+    * ``acc`` (only with ``values``, (T,) or (T, d)): the running sum of exp(s - m) * v;
+      ``out`` = acc / l;
+    * ``weights``: exp(s - m) / l for the keys read so far: after the last tile, exactly
+      ``torch.softmax(scores, dim=-1)``.
+
+    Plain Python floats (lists for a (T, d) ``values``), so a notebook can print them::
+
+        for step in online_softmax_steps(torch.tensor([1.0, 3.0, 0.5, 2.0]), tile=2):
+            print(step["step"], step["m"], step["rescale"], step["l"])
+    """
+    s = _weights(scores, "scores", 1)
+    T = len(s)
+    tile = _size("tile", tile, 1, max(T, 1), example=max(1, T // 2))
+    v = None
+    if values is not None:
+        v = to_numpy(values, float)
+        if v.ndim not in (1, 2) or v.shape[0] != T:
+            raise ValueError(
+                f"values have shape {v.shape}; pass one value per key: ({T},) or ({T}, d)"
+            )
+    m, l, acc = -math.inf, 0.0, None if v is None else np.zeros(v.shape[1:])
+    steps = []
+    for k, first in enumerate(range(0, T, tile)):
+        last = min(T, first + tile) - 1
+        block = s[first : last + 1]
+        tile_max = float(block.max())
+        m_new = max(m, tile_max)
+        rescale = math.exp(m - m_new)  # exp(-inf) = 0 on the first tile
+        p = np.exp(block - m_new)
+        l = l * rescale + float(p.sum())
+        step = {
+            "step": k,
+            "first": first,
+            "last": last,
+            "scores": block.tolist(),
+            "tile_max": tile_max,
+            "m_old": m,
+            "m": m_new,
+            "rescale": rescale,
+            "l": l,
+        }
+        if v is not None:
+            acc = acc * rescale + p @ v[first : last + 1]
+            step["acc"] = acc.tolist() if acc.ndim else float(acc)
+            step["out"] = (acc / l).tolist() if acc.ndim else float(acc / l)
+        step["weights"] = (np.exp(s[: last + 1] - m_new) / l).tolist()
+        m = m_new
+        steps.append(step)
+    return steps
+
+
+def _example_row(T: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A seeded row of T scores (one decimal) and T small whole-number values."""
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.normal(0.0, 1.5, T), 1)
+    values = rng.integers(-3, 4, T).astype(float)
+    return scores, values
+
+
+def _num(x: float) -> str:
+    if x == -math.inf:
+        return "-∞"
+    return f"{x:.3f}".rstrip("0").rstrip(".") if abs(x) < 1000 else f"{x:.0f}"
+
+
+def tiled_softmax(
+    T: int, tile: int, step: int | None = None, *, scores=None, values=None, seed: int = 0
+) -> LabFigure:
+    """The online softmax worked through with numbers, one query row (bonus notebook).
+
+    A row of T scores s (``scores=``; default: a seeded row, one decimal) and one value v
+    per key (``values=``, default: seeded whole numbers) are read ``tile`` keys at a time.
+    After each tile the table shows what a tiled attention keeps: the running max m, the
+    rescale factor exp(m_old - m) that corrects what was summed under the old max, the
+    running sum l of exp(s - m) and the running weighted sum acc of exp(s - m)·v. The last
+    lines show out = acc / l and the weights exp(s - m) / l: the plain softmax of s.
+    The numbers come from ``online_softmax_steps``. ``step=s`` fills the table up to step
+    s only (the tile read then outlined), as the walk stands after that step.
+    """
+    T = _size("T", T, 1, MAX_TILED_KEYS, example=8)
+    tile = _size("tile", tile, 1, T, example=max(1, T // 4))
+    n = math.ceil(T / tile)
+    if n > 8:
+        raise ValueError(
+            f"T={T} with tile={tile} makes {n} steps, too many to draw; "
+            f"pass a larger tile (e.g. tile={math.ceil(T / 8)})"
+        )
+    if step is not None:
+        step = _size("step", step, 0, n - 1, example=0)
+    default_s, default_v = _example_row(T, seed)
+    s = default_s if scores is None else _weights(scores, "scores", 1)
+    v = default_v if values is None else _weights(values, "values", 1)
+    if len(s) != T or len(v) != T:
+        raise ValueError(
+            f"got {len(s)} scores and {len(v)} values for T={T} keys; pass one of each per key"
+        )
+    steps = online_softmax_steps(s, tile, v)
+    shown = n if step is None else step + 1  # table rows filled in
+
+    cell = 0.62 if T <= 12 else 0.56  # inches per key in the score rows: "0.054" at 10 pt
+    name_w = 1.35
+    cols = (  # (header, width in inches)
+        ("step", 0.55),
+        ("keys", 0.75),
+        ("tile max", 0.8),
+        ("m\nold → new", 1.2),
+        ("rescale\nexp(m_old − m)", 1.45),
+        ("l\nl·rescale + Σ exp(s − m)", 2.3),
+        ("acc\nacc·rescale + Σ exp(s − m)·v", 2.65),
+    )
+    table_w = sum(w for _, w in cols)
+    width = max(name_w + T * cell, table_w) + 0.5
+    row_h, head_h = 0.36, 0.55
+    height = 0.6 + 2 * 0.45 + 0.35 + head_h + n * row_h + 0.25 + 0.45 + 0.9
+    fig = LabFigure(figsize=(width, height), dpi=DPI)
+    ax = fig.add_axes((0, 0, 1, 1))
+    _canvas(0, 0, (0, width), (0, height), ax=ax)
+    y = height - 0.6  # the top of the next line, in inches from the bottom
+    x0 = 0.25 + name_w  # the first key's cell
+
+    def row_of_cells(y_top, name, numbers, gid, fill="white"):
+        _label(ax, x0 - 0.1, y_top - 0.2, name, size=TICK_SIZE, ha="right")
+        for j, value in enumerate(numbers):
+            colour = fill(j) if callable(fill) else fill
+            _box(ax, x0 + j * cell, y_top - 0.4, cell, 0.4, colour, lw=0.6, gid=f"{gid} {j}")
+            _label(
+                ax,
+                x0 + (j + 0.5) * cell,
+                y_top - 0.2,
+                _num(value),
+                size=TICK_SIZE,
+                gid=f"{gid} {j}",
+            )
+
+    # 1) the row of scores and values, cut into tiles
+    current = None if step is None else step
+    tint = "#CFE3F1"  # the tile read at ``step``
+
+    def fill(j):
+        return tint if current is not None and j // tile == current else "white"
+
+    for k in range(n):  # tile names over the score row
+        first, last = k * tile, min(T, (k + 1) * tile) - 1
+        _label(
+            ax,
+            x0 + (first + last + 1) / 2 * cell,
+            y + 0.02,
+            f"tile {k}: keys {first}-{last}",
+            size=TICK_SIZE,
+            va="bottom",
+            weight="bold" if k == current else "normal",
+        )
+    row_of_cells(y, "scores s", s, "score", fill)
+    row_of_cells(y - 0.45, "values v", v, "value", fill)
+    for k in range(n):  # a thick outline around each tile of both rows
+        first, last = k * tile, min(T, (k + 1) * tile)
+        ax.add_artist(
+            Rectangle(
+                (x0 + first * cell, y - 0.85),
+                (last - first) * cell,
+                0.85,
+                facecolor="none",
+                edgecolor=head_color(1) if k == current else "black",
+                lw=2.6 if k == current else 1.6,
+                zorder=4,
+                gid=f"tile {k}",
+            )
+        )
+    y -= 0.9 + 0.35
+
+    # 2) the table: what is kept after each tile
+    tx = (width - table_w) / 2
+    x = tx
+    for header, w in cols:
+        _box(ax, x, y - head_h, w, head_h, NEUTRAL, lw=0.8, gid="header")
+        name, _, formula = header.partition("\n")
+        _label(
+            ax, x + w / 2, y - (0.2 if formula else head_h / 2), name, size=TICK_SIZE, weight="bold"
+        )
+        if formula:
+            _label(ax, x + w / 2, y - 0.4, formula, size=TICK_SIZE)
+        x += w
+    y -= head_h
+    for k, st in enumerate(steps):
+        filled = k < shown
+        colour = tint if k == current else "white"
+        if filled:
+            cells = (
+                str(k),
+                f"{st['first']}-{st['last']}",
+                _num(st["tile_max"]),
+                f"{_num(st['m_old'])} → {_num(st['m'])}",
+                _num(st["rescale"]),
+                _num(st["l"]),
+                _num(st["acc"]),
+            )
+        else:
+            cells = (str(k),) + ("",) * 6
+        x = tx
+        for (_, w), text, gid in zip(
+            cols, cells, ("step", "keys", "tile max", "m", "rescale", "l", "acc")
+        ):
+            _box(ax, x, y - row_h, w, row_h, colour, lw=0.6, gid=f"state {gid}", label=f"step {k}")
+            if text:
+                _label(ax, x + w / 2, y - row_h / 2, text, size=TICK_SIZE, gid=f"{gid} {k}")
+            x += w
+        y -= row_h
+    y -= 0.25
+
+    # 3) the result: out = acc / l and the weights, the plain softmax
+    last = steps[shown - 1]
+    if shown == n:
+        weights = np.exp(s - last["m"]) / last["l"]
+        row_of_cells(y, "exp(s − m) / l\n= softmax(s)", weights, "weight", "#D5EBD3")
+        _label(
+            ax,
+            width / 2,
+            y - 0.62,
+            f"out = acc / l = {_num(last['acc'])} / {_num(last['l'])} = {_num(last['out'])}"
+            "  = softmax(s) · v",
+            size=LABEL_SIZE,
+            va="top",
+            gid="out",
+        )
+    else:
+        st = steps[step]
+        old = steps[step - 1] if step else {"l": 0.0, "acc": 0.0}
+        p = np.exp(np.asarray(st["scores"]) - st["m"])  # exp(s - m) of this tile
+        pv = float(p @ v[st["first"] : st["last"] + 1])
+        _label(
+            ax,
+            width / 2,
+            y - 0.05,
+            f"step {step}: l = {_num(old['l'])} · {_num(st['rescale'])} + {_num(float(p.sum()))}"
+            f" = {_num(st['l'])},   acc = {_num(old['acc'])} · {_num(st['rescale'])} + "
+            f"{_num(pv)} = {_num(st['acc'])}",
+            size=TICK_SIZE,
+            va="top",
+            gid="worked step",
+        )
+        _label(
+            ax,
+            width / 2,
+            y - 0.45,
+            f"then tile {step}'s scores are dropped; after the last tile: out = acc / l, "
+            "weights = exp(s − m) / l",
+            size=TICK_SIZE,
+            va="top",
+            style="italic",
+        )
+    fig.text(
+        0.5,
+        0.12 / height,
+        f"kept per query row between tiles: only m, l and acc -- never the row of {T} scores",
+        ha="center",
+        fontsize=TICK_SIZE,
+        color=TEXT_COLOR,
+    )
+    which = "every step" if step is None else f"after step {step} of {n}"
+    _suptitle(fig, f"The online softmax with numbers: T = {T} keys, tile = {tile}, {which}", 0.12)
+    return fig
