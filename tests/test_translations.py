@@ -325,14 +325,32 @@ def test_real_catalogues_follow_the_glossary():
     assert tr.glossary_check(ROOT, english) == []
 
 
-# Issue 19 changed the English chapter; `update` marked every changed entry for
-# retranslation, and the Chinese edition (issue 22) translates them once, on the final English.
-# Until then the pending entries keep the English and each notebook's title says so; anything
-# else (English not merged, a zh-CN notebook not rebuilt, a stale entry) still fails here.
-ALLOW_PENDING = True
+# Between an English change and its translation, `update` marks the changed entries and
+# `build/check --allow-pending` accept them (the notebooks then say so in their titles). The
+# committed edition is complete: nothing is pending, so this test allows nothing.
+ALLOW_PENDING = False
 
 
 def test_the_chinese_edition_is_complete_and_up_to_date():
     english = sorted((ROOT / "notebooks").glob("*.ipynb"))
     problems = tr.check(ROOT, english, allow_pending=ALLOW_PENDING)
     assert problems == [], "run `make translations`:\n" + "\n".join(problems)
+
+
+def test_identical_english_has_identical_chinese_in_every_catalogue():
+    """The same English (same context) is translated the same way everywhere: the exercise
+    blocks the lessons share with exercises.ipynb, repeated phrases, the summary sheet."""
+    seen: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for path in sorted((ROOT / "i18n" / "zh_CN").rglob("*.po")):
+        for entry in polib.pofile(str(path), wrapwidth=0):
+            if entry.obsolete or not entry.msgstr or "fuzzy" in entry.flags:
+                continue
+            key = (entry.msgctxt or "", entry.msgid)
+            seen.setdefault(key, {}).setdefault(entry.msgstr, []).append(path.name)
+    different = {key: found for key, found in seen.items() if len(found) > 1}
+    report = [
+        f"{key[1][:60]!r}: "
+        + " | ".join(f"{', '.join(files)}: {text[:30]!r}" for text, files in found.items())
+        for key, found in different.items()
+    ]
+    assert not different, "one English, several Chinese:\n" + "\n".join(report)
