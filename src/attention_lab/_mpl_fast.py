@@ -91,6 +91,14 @@ def _decide(fast: bool, reason: str) -> None:
     _state.update(fast=fast, reason=reason)
 
 
+def _give_up(error: Exception) -> None:
+    """A fast draw failed after the check passed: this call is drawn by plain Agg, and
+    figures made from now on use plain Agg throughout."""
+    if _state["fast"]:
+        warnings.warn(f"figures fall back to plain Agg: {error!r}", RuntimeWarning, stacklevel=3)
+        _decide(False, f"a fast draw failed: {type(error).__name__}: {error}")
+
+
 def _missing_internals() -> str:
     """The first internal the fast path needs that this matplotlib lacks, or ''."""
     renderer = RendererAgg(4, 4, 72)
@@ -133,13 +141,17 @@ class _CachedTextRenderer(RendererAgg):
         if ismath or (mtext is not None and _has_font_features(mtext)):
             return super().draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
         antialiased = bool(gc.get_antialiased())
-        bitmap, xo, yo, d = _bitmaps.remember(
-            _key(s, prop, self.dpi, antialiased), lambda: self._rasterise(s, prop, antialiased)
-        )
-        radians = math.radians(angle)
-        x = round(x + xo + d * math.sin(radians))
-        y = round(y + yo + d * math.cos(radians))
-        self._renderer.draw_text_image(bitmap, x, y + 1, angle, gc)
+        try:
+            bitmap, xo, yo, d = _bitmaps.remember(
+                _key(s, prop, self.dpi, antialiased), lambda: self._rasterise(s, prop, antialiased)
+            )
+            radians = math.radians(angle)
+            x_px = round(x + xo + d * math.sin(radians))
+            y_px = round(y + yo + d * math.cos(radians))
+            self._renderer.draw_text_image(bitmap, x_px, y_px + 1, angle, gc)
+        except Exception as error:  # noqa: BLE001 -- matplotlib's own path draws it instead
+            _give_up(error)
+            super().draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
 
     def _rasterise(self, s, prop, antialiased):
         font = self._prepare_font(prop)
@@ -152,7 +164,12 @@ class _CachedTextRenderer(RendererAgg):
     def _get_font_height_metrics(self, prop):
         """(ascent, descent, line gap) in pixels: matplotlib >= 3.11 asks the renderer for
         these once per label (older versions never call this)."""
-        return _extents.remember(_key("", prop, self.dpi, "height"), lambda: self._metrics(prop))
+        try:
+            key = _key("", prop, self.dpi, "height")
+            return _extents.remember(key, lambda: self._metrics(prop))
+        except Exception as error:  # noqa: BLE001 -- (None, ...): matplotlib measures itself
+            _give_up(error)
+            return None, None, None
 
     def _metrics(self, prop):
         font = self._prepare_font(prop)
@@ -169,10 +186,12 @@ class _CachedTextRenderer(RendererAgg):
     def get_text_width_height_descent(self, s, prop, ismath):
         if ismath:
             return super().get_text_width_height_descent(s, prop, ismath)
-        return _extents.remember(
-            _key(s, prop, self.dpi),
-            lambda: super(_CachedTextRenderer, self).get_text_width_height_descent(s, prop, ismath),
-        )
+        measure = super().get_text_width_height_descent
+        try:
+            return _extents.remember(_key(s, prop, self.dpi), lambda: measure(s, prop, ismath))
+        except Exception as error:  # noqa: BLE001 -- matplotlib's own measure instead
+            _give_up(error)
+            return measure(s, prop, ismath)
 
 
 def _has_font_features(mtext) -> bool:

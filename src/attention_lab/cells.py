@@ -20,6 +20,12 @@ class CellImage(AxesImage):
     gives, for a fraction of the work. Anything else is left to ``AxesImage``."""
 
     def make_image(self, renderer, magnification=1.0, unsampled=False):
+        try:
+            return self._paint(renderer, magnification, unsampled)
+        except Exception:  # noqa: BLE001 -- whatever matplotlib changed: its own resampling
+            return super().make_image(renderer, magnification, unsampled)
+
+    def _paint(self, renderer, magnification, unsampled):
         trans = self.get_transform()
         if unsampled or magnification != 1.0 or not trans.is_affine or self.origin != "upper":
             return super().make_image(renderer, magnification, unsampled)

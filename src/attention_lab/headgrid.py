@@ -6,8 +6,9 @@ Used by ``plot_heads`` (every heatmap of notebooks 04-08) and by the explorer
 The figure is built once for a number of panels and a sequence length T; ``update``
 swaps in new weights, titles and the mask that was applied. ``render`` draws everything
 that never changes (axes, token labels, colour bar, legend) once, keeps that picture,
-and afterwards repaints only the heatmaps, their "blocked" overlays and the titles on
-top of it (matplotlib "blitting"), so the explorer stays within its 150 ms budget.
+and afterwards repaints only the heatmaps, their "blocked" stripes and the titles on
+top of it (matplotlib "blitting", ``blit.Blitted``), so the explorer stays within its
+150 ms budget.
 
 What a reader sees:
 
