@@ -23,8 +23,12 @@ import zipfile
 from base64 import urlsafe_b64encode
 from pathlib import Path
 
-import pip
 import pytest
+
+# Import setuptools while this process is clean: after the throwaway-venv test below, a first
+# import of setuptools in the same process trips its distutils shim (an AssertionError that
+# broke tests/test_assignment.py, which imports nbgrader -> setuptools, when run after this file).
+import setuptools  # noqa: E402, F401
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "torch_index.py"
@@ -121,7 +125,8 @@ def make_venv(path: Path) -> str:
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
-    (Path(site) / "pip").symlink_to(Path(pip.__file__).parent)
+    pip_dir = Path(importlib.util.find_spec("pip").origin).parent
+    (Path(site) / "pip").symlink_to(pip_dir)
     return str(python)
 
 
