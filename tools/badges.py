@@ -15,6 +15,9 @@ from pathlib import Path
 
 import nbformat
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebook_io import write_notebook  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -72,7 +75,7 @@ def main(argv: list[str]) -> None:
             if want is not None and cell.source != want:
                 cell.source, changed = want, True
         if changed:
-            nbformat.write(nb, path)
+            write_notebook(nb, path)
             print(f"updated {path.name}")
 
 

@@ -27,9 +27,6 @@ tags and checker calls of the solutions notebook, so the assignment follows the 
 from __future__ import annotations
 
 import argparse
-import ast
-import copy
-import re
 import sys
 from pathlib import Path
 
@@ -40,14 +37,33 @@ SOLUTIONS = ROOT / "notebooks" / "exercises_solutions.ipynb"
 COURSE = ROOT / "build" / "course"
 ASSIGNMENT = "attention_lab"
 NOTEBOOK = "exercises.ipynb"
-SCHEMA_VERSION = 3
-CHECKER = re.compile(r"^check_\w+$")
-DROPPED_TAGS = {"colab-badge", "colab-setup"}
-CHECKERS_MODULE = "attention_lab.exercises"
-NBGRADER_BEGIN = "BEGIN SOLUTION"  # nbgrader's ClearSolutions.begin_solution_delimeter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_exercises import SOLUTION_TAG, lesson_of, stub_markdown  # noqa: E402
+# re-exported: tests/test_assignment.py and other callers use them as make_assignment.*
+from assignment_cells import (  # noqa: E402, F401
+    CHECKER,
+    CHECKERS_MODULE,
+    DROPPED_TAGS,
+    GRADING_NOTE,
+    NBGRADER_BEGIN,
+    SCHEMA_VERSION,
+    TEST_CELL,
+    AssignmentError,
+    _nbgrader,
+    _tags,
+    _unique,
+    checker_calls,
+    defined_names,
+    exercise_of,
+    graded,
+    grading_note,
+    has_solution,
+    imports_checkers,
+    lesson_of,
+    source_notebook,
+)
+from make_exercises import SOLUTION_TAG, stub_markdown  # noqa: E402, F401
+from notebook_io import write_notebook  # noqa: E402
 
 CONFIG = """\
 # Written by tools/make_assignment.py (`make assignment`); run nbgrader from this directory.
@@ -60,196 +76,6 @@ c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 # A cell may train a small model (lesson 08): give a slow, busy machine time.
 c.Execute.timeout = 300
 """
-
-GRADING_NOTE = """\
-**How this assignment is graded.** nbgrader runs the notebook top to bottom. The check cell
-below each exercise is locked: it runs the exercise's checker, which prints its verdict as
-usual, and raises `AssertionError` when the verdict is not ✅ passed. An exercise scores its
-points only when its check passes. Points: {points}."""
-
-TEST_CELL = """\
-# Autograded test of exercise {exercise} ({lesson}{points:g} point{s}): the checker
-# prints its verdict; the points are given only when it says "passed".
-_verdict = {call}
-assert _verdict.status == "passed", str(_verdict)"""
-
-
-class AssignmentError(ValueError):
-    """The solutions notebook has something this tool cannot turn into an assignment."""
-
-
-def _tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
-
-
-def _nbgrader(cell, grade_id: str, *, grade=False, solution=False, locked=False, points=None):
-    meta = {
-        "grade": grade,
-        "solution": solution,
-        "locked": locked,
-        "grade_id": grade_id,
-        "schema_version": SCHEMA_VERSION,
-    }
-    if grade:
-        meta["points"] = points
-    cell.metadata["nbgrader"] = meta
-    return cell
-
-
-def checker_calls(source: str) -> list[ast.Call] | None:
-    """The checker calls of a cell made only of ``check_x(...)`` statements, else None.
-
-    Calls with ``record=False`` (demonstrations of a wrong answer) do not count: a cell with
-    one is not a test cell."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return None
-    calls = []
-    for node in body:
-        if not (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and CHECKER.match(node.value.func.id)
-        ):
-            return None
-        if any(k.arg == "record" for k in node.value.keywords):
-            return None
-        calls.append(node.value)
-    return calls or None
-
-
-def exercise_of(call: ast.Call) -> str:
-    """``single_head_forward`` for ``check_single_head_forward(...)``: the exercise's name
-    in the checkers' registry (attention_lab.exercises._core)."""
-    return call.func.id.removeprefix("check_")
-
-
-def defined_names(source: str) -> list[str]:
-    """The functions and classes a cell defines at top level, in order."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return []
-    return [n.name for n in body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
-
-
-def imports_checkers(source: str) -> bool:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any(
-        isinstance(n, ast.ImportFrom) and (n.module or "").startswith(CHECKERS_MODULE)
-        for n in ast.walk(tree)
-    )
-
-
-def has_solution(source: str) -> bool:
-    """Whether nbgrader sees a solution region: any line that contains its delimiter."""
-    return any(NBGRADER_BEGIN in line for line in source.split("\n"))
-
-
-def _unique(grade_id: str, seen: set[str]) -> str:
-    candidate, n = grade_id, 2
-    while candidate in seen:
-        candidate, n = f"{grade_id}-{n}", n + 1
-    seen.add(candidate)
-    return candidate
-
-
-def source_notebook(solutions, points: float = 1.0, points_for: dict[str, float] | None = None):
-    """The nbgrader source version of a solutions notebook (a new NotebookNode)."""
-    points_for = points_for or {}
-    nb = copy.deepcopy(solutions)
-    cells, seen = [], set()
-    for index, cell in enumerate(nb.cells):
-        tags = _tags(cell)
-        if SOLUTION_TAG in tags or DROPPED_TAGS & set(tags):
-            continue
-        lesson = lesson_of(cell)
-        where = f"cell {index} ({f'lesson {lesson}' if lesson else 'no lesson tag'})"
-        part = lesson or "other"
-        cell.metadata.pop("nbgrader", None)
-        if cell.cell_type == "markdown":
-            cell.source = stub_markdown(cell.source)
-            if NBGRADER_BEGIN in cell.source:
-                raise AssignmentError(
-                    f"{where}: {NBGRADER_BEGIN!r} outside <!-- BEGIN SOLUTION --> ... "
-                    "<!-- END SOLUTION --> (nbgrader would stop there)"
-                )
-            cells.append(_nbgrader(cell, _unique(f"text-{part}", seen), locked=True))
-            continue
-        if cell.cell_type != "code":
-            cells.append(cell)
-            continue
-        cell.outputs, cell.execution_count = [], None
-        calls = checker_calls(cell.source)
-        if has_solution(cell.source):
-            names = defined_names(cell.source)
-            if not names:
-                raise AssignmentError(f"{where}: a solution outside a function")
-            grade_id = _unique(f"answer-{names[0]}", seen)
-            cells.append(_nbgrader(cell, grade_id, solution=True))
-        elif calls:
-            for call in calls:
-                exercise = exercise_of(call)
-                worth = points_for.get(exercise, points)
-                test = nbformat.v4.new_code_cell(
-                    TEST_CELL.format(
-                        exercise=exercise,
-                        lesson=f"lesson {lesson}, " if lesson else "",
-                        points=worth,
-                        s="" if worth == 1 else "s",
-                        call=ast.unparse(call),
-                    ),
-                    metadata=copy.deepcopy(cell.metadata),
-                )
-                grade_id = _unique(f"lesson{lesson}-{exercise}" if lesson else exercise, seen)
-                cells.append(_nbgrader(test, grade_id, grade=True, locked=True, points=worth))
-        elif imports_checkers(cell.source):
-            cells.append(_nbgrader(cell, _unique(f"setup-{part}", seen), locked=True))
-        else:
-            cells.append(cell)
-    for cell in cells:  # stable cell ids: the grade_id where there is one
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id:
-            cell["id"] = grade_id[:64]
-    note = grading_note(cells, _unique("grading", seen))
-    if note is not None:  # before the first lesson
-        first = next((i for i, cell in enumerate(cells) if lesson_of(cell)), 0)
-        cells.insert(first, note)
-    nb.cells = cells
-    return nb
-
-
-def grading_note(cells, grade_id: str):
-    """A locked markdown cell that says how the notebook is graded, with the points per
-    lesson; None when nothing is graded."""
-    per_lesson: dict[str | None, float] = {}
-    for cell in cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade"):
-            lesson = lesson_of(cell)
-            per_lesson[lesson] = per_lesson.get(lesson, 0) + meta["points"]
-    if not per_lesson:
-        return None
-    text = ", ".join(f"lesson {les or '-'} {p:g}" for les, p in per_lesson.items())
-    total = f"{sum(per_lesson.values()):g} in all ({text})"
-    note = nbformat.v4.new_markdown_cell(GRADING_NOTE.format(points=total))
-    note["id"] = grade_id
-    return _nbgrader(note, grade_id, locked=True)
-
-
-def graded(nb) -> list[tuple[str, str, float]]:
-    """``(grade_id, lesson, points)`` of every autograded test cell, in notebook order."""
-    rows = []
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade") and not meta.get("solution"):
-            rows.append((meta["grade_id"], lesson_of(cell), meta["points"]))
-    return rows
 
 
 def write_course(
@@ -265,7 +91,7 @@ def write_course(
         raise AssignmentError(f"{solutions_path.name} has no checker calls: nothing to grade")
     target = course / "source" / assignment / NOTEBOOK
     target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, target)
+    write_notebook(nb, target)
     (course / "nbgrader_config.py").write_text(CONFIG)
     return target
 
