@@ -210,13 +210,22 @@ def _diagnose_causal_weights(got: torch.Tensor, scores: torch.Tensor, what: str)
             f"{what} give the future a weight of up to {future_mass:.2f}; it must be exactly 0",
             "every weight above the diagonal (key j > query i) must be 0",
         )
-    sums = w.sum(dim=-1)
+    _require_rows_sum_to_one(
+        w,
+        what,
+        "each row is a weighted average over keys: softmax over dim=-1, or divide each "
+        "row by its sum (keepdim=True)",
+    )
+
+
+def _require_rows_sum_to_one(w: torch.Tensor, what: str, hint: str) -> None:
+    """Raise _Wrong (naming the range of the row sums) unless every row of ``w`` sums to 1."""
+    sums = w.detach().double().sum(dim=-1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
         raise _Wrong(
-            f"{what}: the rows sum to values between {sums.min().item():.2f} and "
-            f"{sums.max().item():.2f}, not to 1",
-            "each row is a weighted average over keys: softmax over dim=-1, or divide each "
-            "row by its sum (keepdim=True)",
+            f"{what}: the rows sum to values between {sums.min().item():.3g} and "
+            f"{sums.max().item():.3g}, not to 1",
+            hint,
         )
 
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
-from ._core import _call, _close, _tensor, _Wrong, checker
+from ._core import _call, _close, _require_rows_sum_to_one, _tensor, _Wrong, checker
 
 # --- exercise 1.1: a softmax by hand that does not overflow ----------------------------------
 
@@ -86,13 +86,11 @@ def check_stable_softmax(fn) -> str:
                 f"for {what} each column sums to 1, not each row",
                 "sum over the last axis: e.sum(dim=-1, keepdim=True)",
             )
-        sums = got.detach().double().sum(dim=-1)
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-            raise _Wrong(
-                f"for {what} the rows sum to values between {sums.min().item():.3g} and "
-                f"{sums.max().item():.3g}, not to 1",
-                "divide each exp by the sum of its row: e / e.sum(dim=-1, keepdim=True)",
-            )
+        _require_rows_sum_to_one(
+            got,
+            f"for {what}",
+            "divide each exp by the sum of its row: e / e.sum(dim=-1, keepdim=True)",
+        )
         raise _Wrong(
             f"for {what} your weights differ from the softmax by up to "
             f"{(got.double() - want).abs().max().item():.3g}",
@@ -146,13 +144,7 @@ def check_decay_weights(fn) -> str:
                 f"{w[-1].sum().item():.2f}): the weights are not normalised",
                 "divide each row by its sum: w / w.sum(dim=-1, keepdim=True)",
             )
-        sums = w.sum(dim=-1)
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-            raise _Wrong(
-                f"{where}, the rows sum to values between {sums.min().item():.2f} and "
-                f"{sums.max().item():.2f}, not to 1",
-                "a weighted average needs rows that sum to 1",
-            )
+        _require_rows_sum_to_one(w, where, "a weighted average needs rows that sum to 1")
         raise _Wrong(
             f"{where}, the weights differ from r ** (i - j), normalised, by up to "
             f"{(w - want).abs().max().item():.3f}",

@@ -59,6 +59,14 @@ def _forward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _compare(module: nn.Module, reference: nn.Module, x: torch.Tensor, shape: tuple):
+    """The learner's output (checked for its shape) and the reference's, on the same x."""
+    out = _tensor(_forward(module, x), "forward(x)", shape)
+    with torch.no_grad():
+        want = reference(x)
+    return out, want
+
+
 def _scores(module: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Unscaled single-head scores q kᵀ and the values, from the module's own layers."""
     with torch.no_grad():
@@ -112,9 +120,7 @@ def check_single_head_class(cls) -> str:
         reference = SingleHeadAttention(d_in, d_out).eval()
         _copy_weights(module, reference)
         x = torch.randn(B, T, d_in)  # (B, T, d_in)
-        out = _tensor(_forward(module, x), "forward(x)", (B, T, d_out))
-        with torch.no_grad():
-            want = reference(x)  # (B, T, d_out)
+        out, want = _compare(module, reference, x, (B, T, d_out))  # (B, T, d_out) each
         if _close(out, want):
             continue
         where = f"with d_in={d_in}, d_out={d_out}"
@@ -149,9 +155,7 @@ def check_causal_attention_class(cls) -> str:
         reference = CausalAttention(d_in, d_out, ctx).eval()
         _copy_weights(module, reference)
         x = torch.randn(B, T, d_in)  # (B, T, d_in)
-        out = _tensor(_forward(module, x), "forward(x)", (B, T, d_out))
-        with torch.no_grad():
-            want = reference(x)  # (B, T, d_out)
+        out, want = _compare(module, reference, x, (B, T, d_out))  # (B, T, d_out) each
         if not _close(out, want):
             where = f"with d_in={d_in}, d_out={d_out}, T={T}"
             _diagnose_head(out, module, x, d_out, where, causal=True)
@@ -173,9 +177,7 @@ def check_multi_head_class(cls) -> str:
         reference = MultiHeadAttention(D, H, ctx).eval()
         _copy_weights(module, reference)
         x = torch.randn(B, T, D)  # (B, T, D)
-        out = _tensor(_forward(module, x), "forward(x)", (B, T, D))
-        with torch.no_grad():
-            want = reference(x)  # (B, T, D)
+        out, want = _compare(module, reference, x, (B, T, D))  # (B, T, D) each
         if not _close(out, want):
             where = f"with d_model={D}, n_heads={H}"
             with torch.no_grad():
