@@ -6,6 +6,7 @@
 * ``make_module`` builds every module of the library by a short name; ``CAUSAL_CASES`` lists
   every causal one with each of its paths (both paths of ``MultiHeadSelfAttention`` and of
   ``TinyLM``), so the one causality test (test_module_contract.py) covers all of them at once.
+* ``zh``: a fixture that switches the library to Chinese for one test (English otherwise).
 * ``raises`` and ``message``: the error-message checks every test file uses.
 * The browser tests' session fixtures, ``chromium`` and ``jupyterlab`` (tests/browser_helpers.py):
   one Chromium and one JupyterLab for tests/test_browser.py and tests/test_slides_browser.py.
@@ -25,6 +26,7 @@ from attention_lab import (
     MultiHeadSelfAttention,
     SingleHeadAttention,
     TinyLM,
+    set_language,
 )
 
 torch.set_num_threads(1)
@@ -48,6 +50,23 @@ VOCAB = 64  # TinyLM's vocabulary
 def _seed():
     torch.manual_seed(0)
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _english():
+    """Every test starts in English, whatever the machine's locale says."""
+    set_language("en")
+    yield
+
+
+@pytest.fixture
+def zh():
+    """The library speaks Simplified Chinese for one test (``attention_lab.set_language``)."""
+    set_language("zh_CN")
+    try:
+        yield
+    finally:
+        set_language("en")
 
 
 # the fused block and TinyLM by mask kind (window=3 for "sliding")

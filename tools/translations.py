@@ -5,6 +5,10 @@
     python tools/translations.py check             # exit 1 on untranslated/fuzzy/stale/out-of-date
     python tools/translations.py glossary-check    # exit 1 on an English glossary term in Chinese
 
+With no notebook paths, `update`, `build` and `check` also do the library's own text
+(gettext domain attention_lab, i18n/zh_CN/library/*.po -> src/attention_lab/locale/, see
+tools/i18n/library.py) and the subset font the Chinese figures draw with (tools/i18n/font.py).
+
 Every subcommand takes notebook paths (default: every notebooks/*.ipynb) and `--root DIR`
 (default: this repository), so tests can work on a copy in a temporary directory.
 
@@ -78,6 +82,8 @@ from i18n.extract import (  # noqa: E402
 )
 from i18n.glossary import Term, glossary_check, load_glossary, prose_of  # noqa: E402
 from i18n.merge import merge, update  # noqa: E402
+from i18n.font import build_font, check_font  # noqa: E402
+from i18n.library import PARTS, check_library, compile_library, update_library  # noqa: E402
 
 __all__ = [
     "COMMENT", "FUZZY_RATIO", "HEADER", "LANG_DIR", "LOCALE", "MARKDOWN", "ROOT",
@@ -111,18 +117,32 @@ def main(argv: list[str] | None = None) -> int:
                 help="entries marked for retranslation (fuzzy, untranslated) keep the English "
                 "and the notebook's title says so; anything else still fails",
             )
+    lib = sub.add_parser("library", help="update and compile only the library's catalogues")
+    lib.add_argument(
+        "--part",
+        action="append",
+        help="only this part (repeatable): " + ", ".join(part for part, _ in PARTS),
+    )
+    lib.add_argument("notebooks", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     root = args.root.resolve()
     start = time.perf_counter()
     try:
         notebooks = english_notebooks(root, args.notebooks)
-        if args.command == "update":
+        whole = not args.notebooks  # the library's catalogues and the font go with "all"
+        if args.command == "library":
+            lines, failed = update_library(root, args.part) + compile_library(root), False
+        elif args.command == "update":
             lines, failed = update(root, notebooks), False
+            lines += update_library(root) if whole else []
         elif args.command == "build":
-            lines = build(root, notebooks, args.allow_untranslated, args.run, args.allow_pending)
+            lines = compile_library(root) + build_font(root) if whole else []
+            lines += build(root, notebooks, args.allow_untranslated, args.run, args.allow_pending)
             failed = False
         elif args.command == "check":
             lines = check(root, notebooks, args.allow_pending)
+            if whole:
+                lines += check_library(root, args.allow_pending) + check_font(root)
             failed = bool(lines)
             if args.allow_pending:
                 waiting = pending(root, notebooks)

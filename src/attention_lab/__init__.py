@@ -10,6 +10,8 @@ The public API, in the order the chapter introduces it:
   ``train``, ``evaluate``
 * pictures: ``plot_heads``, ``plot_loss``, ``text_heatmap``, and the drawn diagrams in
   ``attention_lab.diagrams``
+* the reader's language: ``set_language("zh_CN")`` puts figures, checker feedback, the
+  explorer and printed tables in Simplified Chinese (``attention_lab.i18n``)
 * real text (09): ``attention_lab.text`` (the Shakespeare text shipped in the package, ``Vocab``,
   ``split``, ``get_batch``, the bigram baseline) and ``attention_lab.charlm`` (``CharLM``: the
   block with layer norm, residual connections and an MLP; ``train_charlm``, ``head_shares``)
@@ -29,6 +31,7 @@ from .device import pick_device
 from .functional import attention
 from .fused import MultiHeadSelfAttention
 from .heads import CausalAttention, SingleHeadAttention
+from .i18n import get_language, set_language
 from .masks import build_mask, causal_mask, no_mask, sliding_window_mask, to_sdpa_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .tasks import IGNORE_INDEX, SEP, TASKS, make_batch
@@ -93,6 +96,7 @@ __all__ = [
     "build_mask",
     "causal_mask",
     "evaluate",
+    "get_language",
     "head_color",
     "make_batch",
     "merge_heads",
@@ -101,6 +105,7 @@ __all__ = [
     "plot_heads",
     "plot_lines",
     "plot_loss",
+    "set_language",
     "sliding_window_mask",
     "split_heads",
     "text_heatmap",

@@ -1,0 +1,170 @@
+"""The reader's language: every string the library shows goes through gettext.
+
+    import attention_lab
+    attention_lab.set_language("zh_CN")   # figures, checker feedback, the explorer, tables
+
+The language is chosen once per process: by ``set_language`` (the zh-CN notebooks call it
+in their first cell), else by ``ATTENTION_LAB_LANG``, else from the locale (``LANGUAGE``,
+``LC_ALL``, ``LC_MESSAGES``, ``LANG``): a locale starting with ``zh`` picks Simplified
+Chinese, anything else English.
+
+In library code, ``_("...")`` translates a message where it is shown (never at import
+time: the language may change after the import) and ``N_("...")`` only marks a module-level
+constant for extraction; translate it with ``_(CONSTANT)`` where it is used. The compiled
+catalogue ships in ``locale/zh_CN/LC_MESSAGES/attention_lab.mo`` (built by
+``make translations`` from ``i18n/zh_CN/library/*.po``).
+
+Chinese figures need a font with Chinese glyphs. One ships in ``fonts/`` (a subset of Noto
+Sans CJK SC with exactly the characters the catalogues use, SIL Open Font License), so no
+machine and no Colab session downloads one. In Chinese, matplotlib draws Latin text with
+DejaVu Sans, as in English, and falls back to that font for each Chinese character.
+
+Errors the library raises (ValueError, TypeError) keep their English first line, which a
+reader can search for, and in Chinese add the translation on the next line (``error_text``).
+"""
+
+from __future__ import annotations
+
+import gettext as _gettext
+import os
+from pathlib import Path
+
+DOMAIN = "attention_lab"
+LANGUAGES = ("en", "zh_CN")
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+FONT_DIR = Path(__file__).resolve().parent / "fonts"
+FONT_FILE = FONT_DIR / "AttentionLabSansSC-Regular.otf"
+FONT_FAMILY = "Attention Lab Sans SC"  # the subset's family name (renamed: it is modified)
+LATIN_FAMILY = "DejaVu Sans"  # matplotlib's default, so Latin text looks as in English
+
+_ALIASES = {
+    "en": "en",
+    "en_us": "en",
+    "en_gb": "en",
+    "c": "en",
+    "posix": "en",
+    "zh": "zh_CN",
+    "zh_cn": "zh_CN",
+    "zh_hans": "zh_CN",
+    "zh_sg": "zh_CN",
+}
+
+_translations: _gettext.NullTranslations = _gettext.NullTranslations()
+_language = "en"
+
+
+def _normalise(lang: str) -> str | None:
+    key = lang.split(".")[0].split("@")[0].replace("-", "_").lower()
+    if key in _ALIASES:
+        return _ALIASES[key]
+    if key.startswith("zh_hans") or key in ("zh_cn", "zh_sg"):
+        return "zh_CN"
+    if key.startswith("en"):
+        return "en"
+    return None
+
+
+def language_from_environment(environ=None) -> str:
+    """``zh_CN`` or ``en``, from ATTENTION_LAB_LANG, else the first locale variable set."""
+    environ = os.environ if environ is None else environ
+    explicit = environ.get("ATTENTION_LAB_LANG")
+    if explicit:
+        return _normalise(explicit) or "en"
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = environ.get(name)
+        if value:
+            first = value.split(":")[0]
+            return "zh_CN" if first.lower().startswith("zh") else "en"
+    return "en"
+
+
+def set_language(lang: str | None = None) -> str:
+    """Show the library's text in ``lang`` ("zh_CN", "zh-CN", "zh" or "en"); None = from
+    the environment (see the module docstring). Returns the language now in use."""
+    global _translations, _language
+    if lang is None:
+        chosen = language_from_environment()
+    else:
+        if not isinstance(lang, str):
+            raise TypeError(f"set_language(lang={lang!r}): lang must be a string such as 'zh_CN'")
+        chosen = _normalise(lang)
+        if chosen is None:
+            raise ValueError(
+                f"set_language(lang={lang!r}): not a language of this course; "
+                f"use one of {', '.join(repr(x) for x in LANGUAGES)}"
+            )
+    if chosen == "en":
+        _translations = _gettext.NullTranslations()
+    else:
+        _translations = _gettext.translation(DOMAIN, str(LOCALE_DIR), languages=[chosen])
+    _language = chosen
+    _apply_fonts()
+    return chosen
+
+
+def get_language() -> str:
+    """The language the library speaks now: "en" or "zh_CN"."""
+    return _language
+
+
+def gettext(message: str) -> str:
+    """``message`` in the current language (the English when it has no translation)."""
+    return _translations.gettext(message)
+
+
+def pgettext(context: str, message: str) -> str:
+    """``message`` in the current language, for an English word with two meanings."""
+    return _translations.pgettext(context, message)
+
+
+def N_(message: str) -> str:
+    """Mark ``message`` for extraction without translating it (module-level constants)."""
+    return message
+
+
+_ = gettext
+
+
+def error_text(message: str) -> str:
+    """An error message: the English (searchable), and in Chinese its translation below it."""
+    translated = _translations.gettext(message)
+    return message if translated == message else f"{message}\n{translated}"
+
+
+# ---------------------------------------------------------------- fonts
+
+_font_registered = False
+
+
+def font_families() -> list[str]:
+    """The families matplotlib should try, in order, for the current language."""
+    if _language == "en":
+        return [LATIN_FAMILY]
+    return [LATIN_FAMILY, FONT_FAMILY]
+
+
+def _apply_fonts() -> None:
+    """Point matplotlib at the right fonts. Chinese imports matplotlib (so a figure the
+    reader draws with plain pyplot gets the font too); English touches it only to undo an
+    earlier switch, so English figures are exactly matplotlib's defaults."""
+    global _font_registered, _saved_family
+    import sys
+
+    if _language == "en":
+        if _saved_family is not None and "matplotlib" in sys.modules:
+            sys.modules["matplotlib"].rcParams["font.family"] = _saved_family
+            _saved_family = None
+        return
+    import matplotlib
+    from matplotlib import font_manager
+
+    if not _font_registered:
+        font_manager.fontManager.addfont(str(FONT_FILE))
+        _font_registered = True
+    if _saved_family is None:
+        _saved_family = list(matplotlib.rcParams["font.family"])
+    matplotlib.rcParams["font.family"] = font_families()
+
+
+_saved_family: list[str] | None = None
+set_language(None)

@@ -1,0 +1,129 @@
+"""The font the Chinese figures draw with: a subset of Noto Sans CJK SC, shipped in the package.
+
+DejaVu Sans (matplotlib's own) draws Latin text in both editions; this font supplies only
+the characters DejaVu lacks that some translation can put in a figure: the msgstr of the
+library's catalogues and of every notebook catalogue (so a figure title in a code cell,
+or a label a learner copies from the prose, is covered). `build` regenerates it with
+fontTools from Debian's fonts-noto-cjk when that set of characters changes; `check` fails
+when a needed character is missing from the shipped file (no source font needed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .common import LOCALE, TranslationError, load_catalogue
+
+SOURCE_FONTS = (
+    Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),
+    Path("/usr/share/fonts/opentype/noto/NotoSansCJKsc-Regular.otf"),
+)
+SOURCE_FAMILY = "Noto Sans CJK SC"
+FONT_PATH = Path("src/attention_lab/fonts/AttentionLabSansSC-Regular.otf")
+LICENCE_PATH = Path("src/attention_lab/fonts/OFL.txt")
+FAMILY = "Attention Lab Sans SC"
+# Always present, so a learner's own figure can use the usual CJK punctuation.
+BASE = "，。：；？！、（）《》“”‘’…—～·「」【】％＋－×÷→←↑↓√"
+
+
+def _latin_cmap() -> set[int]:
+    from matplotlib import font_manager
+    from fontTools.ttLib import TTFont
+
+    path = font_manager.findfont("DejaVu Sans", fallback_to_default=False)
+    return set(TTFont(path)["cmap"].getBestCmap())
+
+
+def needed_characters(root: Path) -> set[str]:
+    """Characters of the Chinese text that DejaVu Sans cannot draw."""
+    text = BASE
+    for po_path in sorted((root / "i18n" / LOCALE).rglob("*.po")):
+        if "teaching" in po_path.parts:
+            continue  # the guide and slides are HTML/Markdown, read in a browser
+        for entry in load_catalogue(po_path):
+            if not entry.obsolete:
+                text += entry.msgstr
+    latin = _latin_cmap()
+    return {c for c in text if ord(c) > 0x7F and ord(c) not in latin and not c.isspace()}
+
+
+def shipped_characters(root: Path) -> set[str]:
+    from fontTools.ttLib import TTFont
+
+    path = root / FONT_PATH
+    if not path.exists():
+        return set()
+    return {chr(c) for c in TTFont(path)["cmap"].getBestCmap()}
+
+
+def _source_font():
+    from fontTools.ttLib import TTCollection, TTFont
+
+    for path in SOURCE_FONTS:
+        if not path.exists():
+            continue
+        fonts = TTCollection(str(path)).fonts if path.suffix == ".ttc" else [TTFont(str(path))]
+        for font in fonts:
+            if font["name"].getDebugName(1) == SOURCE_FAMILY:
+                return font
+    raise TranslationError(
+        "the Chinese text uses characters the shipped font lacks, and no source font to "
+        f"subset was found ({', '.join(map(str, SOURCE_FONTS))}): install Debian's "
+        "fonts-noto-cjk (apt-get install fonts-noto-cjk) and run `make translations` again"
+    )
+
+
+def build_font(root: Path) -> list[str]:
+    """Write the subset when the needed characters changed; else leave the file alone
+    (fontTools stamps a modification time, so rewriting would change the bytes)."""
+    need = needed_characters(root)
+    have = shipped_characters(root)
+    if have == need:
+        return [f"{FONT_PATH}: already current ({len(have)} characters)"]
+    from fontTools import subset
+
+    font = _source_font()
+    options = subset.Options()
+    options.layout_features = ["vert", "vrt2"]  # none needed for horizontal labels
+    options.hinting = False
+    options.desubroutinize = False
+    options.name_IDs = [0, 1, 2, 3, 4, 5, 6, 13, 14]
+    options.notdef_outline = True
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=sorted(ord(c) for c in need))
+    subsetter.subset(font)
+    _rename(font)
+    target = root / FONT_PATH
+    target.parent.mkdir(parents=True, exist_ok=True)
+    font.save(str(target))
+    return [f"wrote {FONT_PATH}: {len(need)} characters, {target.stat().st_size:,} bytes"]
+
+
+def _rename(font) -> None:
+    """A modified OFL font must not keep its name if it is reserved; we rename it anyway,
+    so it never shadows a full Noto Sans CJK SC the reader has installed."""
+    names = font["name"]
+    for record in names.names:
+        if record.nameID in (1, 4, 16):
+            record.string = FAMILY if record.nameID != 4 else FAMILY + " Regular"
+        elif record.nameID == 6:
+            record.string = FAMILY.replace(" ", "") + "-Regular"
+        elif record.nameID == 3:
+            record.string = FAMILY + " subset"
+    if "CFF " in font:
+        cff = font["CFF "].cff
+        cff.fontNames = [FAMILY.replace(" ", "") + "-Regular"]
+        top = cff.topDictIndex[0]
+        top.FamilyName = FAMILY
+        top.FullName = FAMILY + " Regular"
+
+
+def check_font(root: Path) -> list[str]:
+    missing = needed_characters(root) - shipped_characters(root)
+    if not missing:
+        return []
+    sample = "".join(sorted(missing)[:20])
+    return [
+        f"{FONT_PATH} lacks {len(missing)} characters the translations use ({sample}…): "
+        "run `make translations` (needs Debian's fonts-noto-cjk)"
+    ]
