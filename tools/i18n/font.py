@@ -44,7 +44,17 @@ def needed_characters(root: Path) -> set[str]:
             if not entry.obsolete:
                 text += entry.msgstr
     latin = _latin_cmap()
-    return {c for c in text if ord(c) > 0x7F and ord(c) not in latin and not c.isspace()}
+    return {c for c in text if _is_cjk(c) and ord(c) not in latin}
+
+
+# Chinese characters and the punctuation and symbols around them; not emoji (a notebook's
+# prose may use one, but no figure draws it, and no CJK font has them).
+_RANGES = ((0x2000, 0x22FF), (0x2460, 0x24FF), (0x25A0, 0x25FF), (0x2E80, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
+           (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF))  # fmt: skip
+
+
+def _is_cjk(c: str) -> bool:
+    return any(lo <= ord(c) <= hi for lo, hi in _RANGES) and not c.isspace()
 
 
 def shipped_characters(root: Path) -> set[str]:
