@@ -21,7 +21,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 from i18n.font import FAMILY, check_font, needed_characters, shipped_characters  # noqa: E402
 from i18n.library import MO_PATH, check_library, mo_bytes  # noqa: E402
 
-
 # ---------------------------------------------------------------- choosing the language
 
 

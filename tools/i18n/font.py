@@ -27,8 +27,8 @@ BASE = "，。：；？！、（）《》“”‘’…—～·「」【】％�
 
 
 def _latin_cmap() -> set[int]:
-    from matplotlib import font_manager
     from fontTools.ttLib import TTFont
+    from matplotlib import font_manager
 
     path = font_manager.findfont("DejaVu Sans", fallback_to_default=False)
     return set(TTFont(path)["cmap"].getBestCmap())
@@ -49,8 +49,9 @@ def needed_characters(root: Path) -> set[str]:
 
 # Chinese characters and the punctuation and symbols around them; not emoji (a notebook's
 # prose may use one, but no figure draws it, and no CJK font has them).
-_RANGES = ((0x2000, 0x22FF), (0x2460, 0x24FF), (0x25A0, 0x25FF), (0x2E80, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
-           (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF))  # fmt: skip
+_RANGES = ((0x2000, 0x22FF), (0x2460, 0x24FF), (0x25A0, 0x25FF), (0x2E80, 0x30FF),
+           (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F),
+           (0xFF00, 0xFFEF))  # fmt: skip
 
 
 def _is_cjk(c: str) -> bool:
