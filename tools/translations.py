@@ -7,7 +7,8 @@
 
 With no notebook paths, `update`, `build` and `check` also do the library's own text
 (gettext domain attention_lab, i18n/zh_CN/library/*.po -> src/attention_lab/locale/, see
-tools/i18n/library.py) and the subset font the Chinese figures draw with (tools/i18n/font.py).
+tools/i18n/library.py), the subset font the Chinese figures draw with (tools/i18n/font.py) and
+README.zh-CN.md (i18n/zh_CN/teaching/README.po, one entry per Markdown block: tools/i18n/readme.py).
 
 Every subcommand takes notebook paths (default: every notebooks/*.ipynb) and `--root DIR`
 (default: this repository), so tests can work on a copy in a temporary directory.
@@ -80,10 +81,11 @@ from i18n.extract import (  # noqa: E402
     replace_comments,
     split_comment,
 )
-from i18n.glossary import Term, glossary_check, load_glossary, prose_of  # noqa: E402
-from i18n.merge import merge, update  # noqa: E402
 from i18n.font import build_font, check_font  # noqa: E402
+from i18n.glossary import Term, glossary_check, load_glossary, prose_of  # noqa: E402
 from i18n.library import PARTS, check_library, compile_library, update_library  # noqa: E402
+from i18n.merge import merge, update  # noqa: E402
+from i18n.readme import build_readme, check_readme, update_readme  # noqa: E402
 
 __all__ = [
     "COMMENT", "FUZZY_RATIO", "HEADER", "LANG_DIR", "LOCALE", "MARKDOWN", "ROOT",
@@ -134,15 +136,17 @@ def main(argv: list[str] | None = None) -> int:
             lines, failed = update_library(root, args.part) + compile_library(root), False
         elif args.command == "update":
             lines, failed = update(root, notebooks), False
-            lines += update_library(root) if whole else []
+            lines += update_library(root) + update_readme(root) if whole else []
         elif args.command == "build":
             lines = compile_library(root) + build_font(root) if whole else []
+            lines += build_readme(root, args.allow_pending) if whole else []
             lines += build(root, notebooks, args.allow_untranslated, args.run, args.allow_pending)
             failed = False
         elif args.command == "check":
             lines = check(root, notebooks, args.allow_pending)
             if whole:
                 lines += check_library(root, args.allow_pending) + check_font(root)
+                lines += check_readme(root, args.allow_pending)
             failed = bool(lines)
             if args.allow_pending:
                 waiting = pending(root, notebooks)
