@@ -4,10 +4,13 @@ offline HTML decks (the teacher's timing table from them: tools/teaching_guide.p
     python tools/slides.py assign [--force] [NOTEBOOK ...]   # fill in metadata.slideshow
     python tools/slides.py check [NOTEBOOK ...]              # every cell has it; slides fit
     python tools/slides.py html [--out build/slides] [NOTEBOOK ...]   # offline reveal.js decks
+                                                            # (zh-CN ones in build/slides/zh-CN)
     python tools/slides.py guide-table [--write]             # = tools/teaching_guide.py
 
 With no NOTEBOOK, the chapter: notebooks/01_*.ipynb ... 09_*.ipynb (`guide-table` adds the
-explorer). The same metadata drives both the live slideshow (RISE in JupyterLab, Alt+R) and
+explorer); `html` builds the Simplified Chinese decks too, from notebooks/zh-CN/, into
+OUT/zh-CN/ (a notebook given from notebooks/zh-CN/ goes there as well). The same metadata
+drives both the live slideshow (RISE in JupyterLab, Alt+R) and
 the static decks (nbconvert's slides exporter), so the slides are the notebook, not a copy.
 
 How `assign` chooses (first rule that matches wins; one cell is one unit, never split):
@@ -62,7 +65,14 @@ from slide_cells import (  # noqa: E402, F401  (the names tests and tools import
     nonblank_lines,
     slide_type,
 )
-from slide_decks import DECK_DIR, DEFAULT_OUT, build_html, remote_references  # noqa: E402, F401
+from slide_decks import (  # noqa: E402, F401
+    DECK_DIR,
+    DEFAULT_OUT,
+    ZH,
+    build_html,
+    lang_of,
+    remote_references,
+)
 
 PREDICT = "**Predict."  # a predict-then-run question starts its own screen
 MAX_MARKDOWN_LINES = 15  # non-blank markdown lines on one slide or subslide
@@ -253,7 +263,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(problems)} problem(s)")
         return 1 if problems else 0
     if args.command == "html":
-        for target in build_html(_paths(args.notebooks), args.out):
+        paths = _paths(args.notebooks)
+        if not args.notebooks:  # the chapter in both editions
+            paths += [p.parent / ZH / p.name for p in paths if (p.parent / ZH / p.name).exists()]
+        written = []
+        for lang, out in ((ZH, args.out / ZH), ("en", args.out)):  # zh first: en links to it
+            mine = [p for p in paths if lang_of(p) == lang]
+            written += build_html(mine, out, lang) if mine else []
+        for target in written:
             hits = remote_references(target.read_text(encoding="utf-8"))
             if hits:
                 print(f"{target}: remote references {hits}", file=sys.stderr)
