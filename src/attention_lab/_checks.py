@@ -12,6 +12,8 @@ import operator
 
 import torch
 
+from .i18n import error_text
+
 
 def as_size(value) -> int | None:
     """``value`` as a Python int when it is an integer of any kind (``operator.index``), else None.
@@ -31,10 +33,18 @@ def check_heads(d_model: int, n_heads: int) -> int:
     n_heads, d_model = check_positive("n_heads", n_heads), check_positive("d_model", d_model)
     if d_model % n_heads != 0:
         lower = (d_model // n_heads) * n_heads
-        hint = f"{lower} or {lower + n_heads}" if lower else f"{n_heads}"
+        if lower:
+            message = error_text(
+                "d_model={d_model} is not divisible by n_heads={n_heads}; pick d_model as a "
+                "multiple of n_heads (for example d_model={lower} or {higher})"
+            )
+        else:
+            message = error_text(
+                "d_model={d_model} is not divisible by n_heads={n_heads}; pick d_model as a "
+                "multiple of n_heads (for example d_model={n_heads})"
+            )
         raise ValueError(
-            f"d_model={d_model} is not divisible by n_heads={n_heads}; pick d_model as a multiple "
-            f"of n_heads (for example d_model={hint})"
+            message.format(d_model=d_model, n_heads=n_heads, lower=lower, higher=lower + n_heads)
         )
     return d_model // n_heads
 
@@ -46,20 +56,27 @@ def check_positive(name: str, value) -> int:
     """Return ``value`` as an int >= 1, or raise a ValueError that names it and the fix."""
     size = as_size(value)
     if size is None or size < 1:
-        fix = (
-            f"pass {name}={int(value)}"
-            if isinstance(value, float) and value.is_integer() and value >= 1
-            else f"pass a positive int, e.g. {name}={EXAMPLES.get(name, 8)}"
+        if isinstance(value, float) and value.is_integer() and value >= 1:
+            message = error_text("{name}={value} must be a whole number >= 1; pass {name}={whole}")
+        else:
+            message = error_text(
+                "{name}={value} must be a whole number >= 1; pass a positive int, e.g. "
+                "{name}={example}"
+            )
+        whole = int(value) if isinstance(value, float) and value.is_integer() else None
+        raise ValueError(
+            message.format(name=name, value=repr(value), whole=whole, example=EXAMPLES.get(name, 8))
         )
-        raise ValueError(f"{name}={value!r} must be a whole number >= 1; {fix}")
     return size
 
 
 def check_dropout(p: float) -> float:
     if not isinstance(p, (int, float)) or not 0.0 <= float(p) < 1.0:
         raise ValueError(
-            f"dropout={p!r} must be in [0, 1): it is the probability of dropping an attention "
-            "weight; use 0.0 to switch dropout off"
+            error_text(
+                "dropout={p} must be in [0, 1): it is the probability of dropping an attention "
+                "weight; use 0.0 to switch dropout off"
+            ).format(p=repr(p))
         )
     return float(p)
 
@@ -67,13 +84,17 @@ def check_dropout(p: float) -> float:
 def check_float_tensor(x: torch.Tensor, name: str = "x") -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(
-            f"{name} must be a torch.Tensor, got {type(x).__name__}; "
-            f"convert it with torch.as_tensor({name}, dtype=torch.float32)"
+            error_text(
+                "{name} must be a torch.Tensor, got {type}; "
+                "convert it with torch.as_tensor({name}, dtype=torch.float32)"
+            ).format(name=name, type=type(x).__name__)
         )
     if not torch.is_floating_point(x):
         raise TypeError(
-            f"{name} has dtype {x.dtype}, but attention needs floating-point vectors; "
-            "token ids go through an nn.Embedding first (or call .float() on real-valued data)"
+            error_text(
+                "{name} has dtype {dtype}, but attention needs floating-point vectors; "
+                "token ids go through an nn.Embedding first (or call .float() on real-valued data)"
+            ).format(name=name, dtype=x.dtype)
         )
 
 
@@ -81,21 +102,31 @@ def check_input(x: torch.Tensor, d_in: int, context_length: int | None = None) -
     """Check that x is a float (B, T, d_in) tensor that fits the context; return (B, T)."""
     check_float_tensor(x)
     if x.dim() != 3:
-        fix = " add a batch dimension with x.unsqueeze(0)" if x.dim() == 2 else ""
-        raise ValueError(
-            f"x has shape {tuple(x.shape)} (rank {x.dim()}), but attention modules take "
-            f"(B, T, D) = (batch, time, features);{fix or ' reshape it to rank 3'}"
-        )
+        if x.dim() == 2:
+            message = error_text(
+                "x has shape {shape} (rank {rank}), but attention modules take "
+                "(B, T, D) = (batch, time, features); add a batch dimension with x.unsqueeze(0)"
+            )
+        else:
+            message = error_text(
+                "x has shape {shape} (rank {rank}), but attention modules take "
+                "(B, T, D) = (batch, time, features); reshape it to rank 3"
+            )
+        raise ValueError(message.format(shape=tuple(x.shape), rank=x.dim()))
     B, T, D = x.shape
     if D != d_in:
         raise ValueError(
-            f"x has {D} features in its last dimension, but this module was built for {d_in}; "
-            f"project the input to {d_in} features or build the module with that size"
+            error_text(
+                "x has {D} features in its last dimension, but this module was built for "
+                "{d_in}; project the input to {d_in} features or build the module with that size"
+            ).format(D=D, d_in=d_in)
         )
     if context_length is not None and T > context_length:
         raise ValueError(
-            f"x has T={T} positions, more than context_length={context_length}; build the module "
-            f"with context_length>={T} or feed a shorter sequence"
+            error_text(
+                "x has T={T} positions, more than context_length={context_length}; build the "
+                "module with context_length>={T} or feed a shorter sequence"
+            ).format(T=T, context_length=context_length)
         )
     return B, T
 
@@ -103,16 +134,24 @@ def check_input(x: torch.Tensor, d_in: int, context_length: int | None = None) -
 def check_mask(mask: torch.Tensor, t_q: int, t_k: int) -> None:
     """A mask is bool, True = blocked, and broadcastable to (..., t_q, t_k)."""
     if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask must be a torch.Tensor of dtype bool, got {type(mask).__name__}")
+        raise TypeError(
+            error_text("mask must be a torch.Tensor of dtype bool, got {type}").format(
+                type=type(mask).__name__
+            )
+        )
     if mask.dtype != torch.bool:
         raise TypeError(
-            f"mask has dtype {mask.dtype}; it must be torch.bool with True = blocked "
-            "(build one with attention_lab.causal_mask, or convert with mask.bool())"
+            error_text(
+                "mask has dtype {dtype}; it must be torch.bool with True = blocked "
+                "(build one with attention_lab.causal_mask, or convert with mask.bool())"
+            ).format(dtype=mask.dtype)
         )
     if mask.dim() < 2 or mask.shape[-2] not in (1, t_q) or mask.shape[-1] not in (1, t_k):
         raise ValueError(
-            f"mask has shape {tuple(mask.shape)}, but the scores are (..., {t_q}, {t_k}); "
-            f"slice it with mask[:{t_q}, :{t_k}] or build it for this length"
+            error_text(
+                "mask has shape {shape}, but the scores are (..., {t_q}, {t_k}); "
+                "slice it with mask[:{t_q}, :{t_k}] or build it for this length"
+            ).format(shape=tuple(mask.shape), t_q=t_q, t_k=t_k)
         )
 
 
@@ -122,12 +161,16 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         check_float_tensor(t, name)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q has d_k={q.shape[-1]} but k has d_k={k.shape[-1]}; queries and keys must have "
-            "the same last dimension to take their dot product"
+            error_text(
+                "q has d_k={q_width} but k has d_k={k_width}; queries and keys must have "
+                "the same last dimension to take their dot product"
+            ).format(q_width=q.shape[-1], k_width=k.shape[-1])
         )
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            f"k has {k.shape[-2]} positions but v has {v.shape[-2]}; each key needs one value"
+            error_text(
+                "k has {k_positions} positions but v has {v_positions}; each key needs one value"
+            ).format(k_positions=k.shape[-2], v_positions=v.shape[-2])
         )
 
 
@@ -142,9 +185,17 @@ def check_scores_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
     if not fits:
         lead = tuple(scores_shape[:-2])
         raise ValueError(
-            f"mask has shape {tuple(mask.shape)}, which does not broadcast to the scores "
-            f"{tuple(scores_shape)}; pass a ({scores_shape[-2]}, {scores_shape[-1]}) mask, or "
-            f"give it leading dimensions of size 1 or equal to {lead}"
+            error_text(
+                "mask has shape {shape}, which does not broadcast to the scores "
+                "{scores}; pass a ({t_q}, {t_k}) mask, or "
+                "give it leading dimensions of size 1 or equal to {lead}"
+            ).format(
+                shape=tuple(mask.shape),
+                scores=tuple(scores_shape),
+                t_q=scores_shape[-2],
+                t_k=scores_shape[-1],
+                lead=lead,
+            )
         )
 
 
@@ -154,20 +205,29 @@ def check_token_ids(idx: torch.Tensor, vocab_size: int, context_length: int) -> 
     if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
         dtype = getattr(idx, "dtype", type(idx).__name__)
         raise TypeError(
-            f"TinyLM takes token ids as an int64 tensor (B, T), got {dtype}; "
-            "convert whole-number ids with idx.long() (TinyLM embeds the ids itself)"
+            error_text(
+                "TinyLM takes token ids as an int64 tensor (B, T), got {dtype}; "
+                "convert whole-number ids with idx.long() (TinyLM embeds the ids itself)"
+            ).format(dtype=dtype)
         )
     if idx.dim() != 2:
-        fix = "add a batch dimension with idx.unsqueeze(0)" if idx.dim() == 1 else "reshape it"
-        raise ValueError(
-            f"idx has shape {tuple(idx.shape)} (rank {idx.dim()}), but TinyLM takes (B, T) "
-            f"token ids; {fix}"
-        )
+        if idx.dim() == 1:
+            message = error_text(
+                "idx has shape {shape} (rank {rank}), but TinyLM takes (B, T) "
+                "token ids; add a batch dimension with idx.unsqueeze(0)"
+            )
+        else:
+            message = error_text(
+                "idx has shape {shape} (rank {rank}), but TinyLM takes (B, T) token ids; reshape it"
+            )
+        raise ValueError(message.format(shape=tuple(idx.shape), rank=idx.dim()))
     T = idx.shape[1]
     if T > context_length:
         raise ValueError(
-            f"idx has T={T} positions, more than context_length={context_length}; "
-            f"build TinyLM with context_length>={T} or feed idx[:, -{context_length}:]"
+            error_text(
+                "idx has T={T} positions, more than context_length={context_length}; "
+                "build TinyLM with context_length>={T} or feed idx[:, -{context_length}:]"
+            ).format(T=T, context_length=context_length)
         )
     # Reading the ids' values needs them on the host: a sync on a GPU, and a graph break
     # under torch.compile. So the range check runs in eager mode only; compiled code
@@ -176,12 +236,15 @@ def check_token_ids(idx: torch.Tensor, vocab_size: int, context_length: int) -> 
         return
     low, high = int(idx.min()), int(idx.max())
     if low < 0 or high >= vocab_size:
-        fix = (
-            "ids are row numbers of the embedding table and cannot be negative"
-            if low < 0
-            else f"build TinyLM with vocab_size>={high + 1}"
-        )
-        raise ValueError(
-            f"token ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}; "
-            f"got values from {low} to {high}; {fix}"
-        )
+        if low < 0:
+            message = error_text(
+                "token ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}; "
+                "got values from {low} to {high}; "
+                "ids are row numbers of the embedding table and cannot be negative"
+            )
+        else:
+            message = error_text(
+                "token ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}; "
+                "got values from {low} to {high}; build TinyLM with vocab_size>={needed}"
+            )
+        raise ValueError(message.format(vocab_size=vocab_size, low=low, high=high, needed=high + 1))

@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass
 
 from ._checks import check_dropout, check_heads, check_positive
+from .i18n import error_text
 from .masks import build_mask
 
 
@@ -68,16 +69,20 @@ class TinyLMConfig:
         """
         if config is not None and not isinstance(config, cls):
             raise TypeError(
-                f"TinyLM takes a TinyLMConfig (or keyword fields), got {type(config).__name__}; "
-                "use TinyLM(TinyLMConfig(...)) or TinyLM(n_heads=..., d_model=...)"
+                error_text(
+                    "TinyLM takes a TinyLMConfig (or keyword fields), got {type}; "
+                    "use TinyLM(TinyLMConfig(...)) or TinyLM(n_heads=..., d_model=...)"
+                ).format(type=type(config).__name__)
             )
         if config is None:
             return cls().replace(**fields)
         if fields:
             changes = ", ".join(f"{k}={v!r}" for k, v in fields.items())
             warnings.warn(
-                f"TinyLM(config, {changes}) is deprecated: pass one config, "
-                f"TinyLM(config.replace({changes}))",
+                error_text(
+                    "TinyLM(config, {changes}) is deprecated: pass one config, "
+                    "TinyLM(config.replace({changes}))"
+                ).format(changes=changes),
                 DeprecationWarning,
                 stacklevel=3,
             )
@@ -89,8 +94,9 @@ class TinyLMConfig:
         unknown = sorted(set(changes) - set(FIELDS))
         if unknown:
             raise TypeError(
-                f"TinyLMConfig has no field {', '.join(map(repr, unknown))}; "
-                f"its fields are {', '.join(FIELDS)}"
+                error_text("TinyLMConfig has no field {unknown}; its fields are {fields}").format(
+                    unknown=", ".join(map(repr, unknown)), fields=", ".join(FIELDS)
+                )
             )
         return dataclasses.replace(self, **changes)
 

@@ -19,17 +19,24 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from .i18n import error_text
 from .multihead import MultiHeadAttention
 
 
 def from_torch(block_cls, mha: nn.MultiheadAttention, context_length: int, mask_kind, window):
     """A ``block_cls`` (``MultiHeadSelfAttention``) holding the weights of ``mha``."""
     if not isinstance(mha, nn.MultiheadAttention):
-        raise TypeError(f"expected torch.nn.MultiheadAttention, got {type(mha).__name__}")
+        raise TypeError(
+            error_text("expected torch.nn.MultiheadAttention, got {type}").format(
+                type=type(mha).__name__
+            )
+        )
     if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
         raise ValueError(
-            "only a plain nn.MultiheadAttention converts: kdim == vdim == embed_dim, "
-            "add_bias_kv=False and add_zero_attn=False"
+            error_text(
+                "only a plain nn.MultiheadAttention converts: kdim == vdim == embed_dim, "
+                "add_bias_kv=False and add_zero_attn=False"
+            )
         )
     w = mha.in_proj_weight
     has_bias = mha.in_proj_bias is not None
@@ -57,16 +64,20 @@ def to_torch(block) -> nn.MultiheadAttention:
     """A ``torch.nn.MultiheadAttention(batch_first=True)`` with the weights of ``block``."""
     if block.mask_kind != "causal":
         raise ValueError(
-            f"to_torch() converts causal blocks only; this block has "
-            f"mask_kind={block.mask_kind!r}. nn.MultiheadAttention keeps no mask: copy the "
-            "weights yourself and pass attn_mask=block.mask[:T, :T] on every call"
+            error_text(
+                "to_torch() converts causal blocks only; this block has "
+                "mask_kind={kind}. nn.MultiheadAttention keeps no mask: copy the "
+                "weights yourself and pass attn_mask=block.mask[:T, :T] on every call"
+            ).format(kind=repr(block.mask_kind))
         )
     has_bias = block.qkv.bias is not None
     if has_bias != (block.out_proj.bias is not None):
         raise ValueError(
-            f"nn.MultiheadAttention has one bias flag for both projections, but this block "
-            f"has qkv_bias={has_bias} and out_bias={not has_bias}; build the block with "
-            "qkv_bias == out_bias to convert it"
+            error_text(
+                "nn.MultiheadAttention has one bias flag for both projections, but this block "
+                "has qkv_bias={qkv_bias} and out_bias={out_bias}; build the block with "
+                "qkv_bias == out_bias to convert it"
+            ).format(qkv_bias=has_bias, out_bias=not has_bias)
         )
     w = block.qkv.weight
     mha = nn.MultiheadAttention(
@@ -90,7 +101,11 @@ def to_torch(block) -> nn.MultiheadAttention:
 def from_separate(block_cls, mha: MultiHeadAttention):
     """A ``block_cls`` whose ``qkv`` stacks the W_q, W_k, W_v of ``mha`` (biases mirrored)."""
     if not isinstance(mha, MultiHeadAttention):
-        raise TypeError(f"expected attention_lab.MultiHeadAttention, got {type(mha).__name__}")
+        raise TypeError(
+            error_text("expected attention_lab.MultiHeadAttention, got {type}").format(
+                type=type(mha).__name__
+            )
+        )
     w = mha.W_q.weight
     layers = (mha.W_q, mha.W_k, mha.W_v)
     qkv_bias = mha.W_q.bias is not None
@@ -116,7 +131,9 @@ def to_separate(block) -> MultiHeadAttention:
     """A ``MultiHeadAttention`` whose W_q, W_k, W_v are the three row blocks of ``qkv``."""
     if block.mask_kind != "causal":
         raise ValueError(
-            f"MultiHeadAttention is always causal; this block has mask_kind={block.mask_kind!r}"
+            error_text(
+                "MultiHeadAttention is always causal; this block has mask_kind={kind}"
+            ).format(kind=repr(block.mask_kind))
         )
     w = block.qkv.weight
     qkv_bias = block.qkv.bias is not None

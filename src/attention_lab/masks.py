@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ._checks import check_positive
+from .i18n import error_text
 
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -53,15 +54,21 @@ def build_mask(kind: str, T: int, window: int | None = None, device=None) -> tor
     """``kind`` is "causal", "sliding" (needs ``window``) or "none"."""
     if window is not None and kind != "sliding":
         raise ValueError(
-            f"window={window} only applies to mask_kind='sliding', not mask_kind={kind!r}; "
-            "pass mask_kind='sliding' or leave window out"
+            error_text(
+                "window={window} only applies to mask_kind='sliding', not mask_kind={kind}; "
+                "pass mask_kind='sliding' or leave window out"
+            ).format(window=window, kind=repr(kind))
         )
     if kind == "causal":
         return causal_mask(T, device)
     if kind == "sliding":
         if window is None:
-            raise ValueError("mask_kind='sliding' needs a window, e.g. window=8")
+            raise ValueError(error_text("mask_kind='sliding' needs a window, e.g. window=8"))
         return sliding_window_mask(T, window, device)
     if kind == "none":
         return no_mask(T, device)
-    raise ValueError(f"mask_kind={kind!r} is not known; use 'causal', 'sliding' or 'none'")
+    raise ValueError(
+        error_text("mask_kind={kind} is not known; use 'causal', 'sliding' or 'none'").format(
+            kind=repr(kind)
+        )
+    )
