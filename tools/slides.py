@@ -244,7 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     p_html.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p_html.add_argument("notebooks", nargs="*")
     p_table = sub.add_parser("guide-table", help="timing table for teaching/README.md")
-    p_table.add_argument("--write", action="store_true", help="update it in teaching/README.md")
+    p_table.add_argument(
+        "--write", action="store_true", help="update it in teaching/README.md and teaching/zh-CN/"
+    )
+    p_table.add_argument("--lang", default="en", help="en or zh-CN: the table to print")
     p_table.add_argument("notebooks", nargs="*")
     args = parser.parse_args(argv)
 
@@ -280,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "guide-table":  # the table's code is tools/teaching_guide.py
         import teaching_guide
 
-        argv = [*(["--write"] if args.write else []), *args.notebooks]
+        argv = [*(["--write"] if args.write else []), "--lang", args.lang, *args.notebooks]
         return teaching_guide.main(argv, prog="slides.py guide-table")
     return 2
 
