@@ -20,8 +20,10 @@ from .explorer_model import (
     d_model_choices,
     example_sequence,
     placeholder,
+    task_button_label,
 )
 from .explorer_picture import css_width
+from .i18n import _, pgettext
 
 # attribute name -> CSS class name (attention-lab-<name>)
 CSS_NAMES = {
@@ -44,7 +46,25 @@ CSS_NAMES = {
 
 def head_options(n_heads: int) -> list[tuple[str, int]]:
     """The ``head`` dropdown's choices: every head, or one of them."""
-    return [("all heads", ALL_HEADS)] + [(f"head {h}", h) for h in range(n_heads)]
+    return [(_("all heads"), ALL_HEADS)] + [(_("head {h}").format(h=h), h) for h in range(n_heads)]
+
+
+def labelled_options(values, labels) -> tuple | list[tuple]:
+    """Options for a toggle: ``values`` themselves where every label is its value (English,
+    as the controls always were), else ``(label, value)`` pairs (a translation)."""
+    labels = list(labels)
+    if labels == list(values):
+        return tuple(values)
+    return list(zip(labels, values))
+
+
+def mask_label(mask: str) -> str:
+    """The label of a mask's button (its value stays "causal", "sliding" or "none")."""
+    return {
+        "causal": pgettext("mask button", "causal"),
+        "sliding": pgettext("mask button", "sliding"),
+        "none": pgettext("mask button", "none"),
+    }.get(mask, mask)
 
 
 def make_widgets(
@@ -63,26 +83,38 @@ def make_widgets(
         ),
         "sequence": widgets.Text(
             value=sequence if sequence is not None else example_sequence(task),
-            description="sequence",
+            description=pgettext("explorer", "sequence"),
             placeholder=placeholder(task),
             continuous_update=False,
             layout=widgets.Layout(width="520px", max_width="100%"),
             style=label,
         ),
         "trained": widgets.ToggleButtons(
-            options=[("untrained", False), ("trained", True)], value=trained
+            options=[
+                (pgettext("explorer", "untrained"), False),
+                (pgettext("explorer", "trained"), True),
+            ],
+            value=trained,
         ),
         "task": widgets.ToggleButtons(
-            options=TASK_CHOICES, value=task, tooltips=[TASK_TOOLTIPS[t] for t in TASK_CHOICES]
+            options=labelled_options(TASK_CHOICES, map(task_button_label, TASK_CHOICES)),
+            value=task,
+            tooltips=[_(TASK_TOOLTIPS[t]) for t in TASK_CHOICES],
         ),
-        "mask": widgets.ToggleButtons(options=MASK_CHOICES, value=mask),
+        "mask": widgets.ToggleButtons(
+            options=labelled_options(MASK_CHOICES, map(mask_label, MASK_CHOICES)), value=mask
+        ),
         "window": widgets.IntSlider(
-            value=window, min=1, max=CONTEXT_LENGTH, description="window", **slider
+            value=window,
+            min=1,
+            max=CONTEXT_LENGTH,
+            description=pgettext("explorer", "window"),
+            **slider,
         ),
         "head": widgets.Dropdown(
             options=head_options(n_heads),
             value=head,
-            description="show",
+            description=pgettext("explorer", "show"),
             layout=widgets.Layout(width="170px"),
             style={"description_width": "40px"},
         ),
@@ -113,9 +145,15 @@ def arrange(ex) -> list[widgets.Widget]:
         [
             widgets.HBox([ex.n_heads, ex.d_model, ex.head], layout=wrap()),
             widgets.HBox(
-                [_labelled("model", ex.trained), _labelled("task", ex.task)], layout=wrap()
+                [
+                    _labelled(pgettext("explorer", "model"), ex.trained),
+                    _labelled(pgettext("explorer", "task"), ex.task),
+                ],
+                layout=wrap(),
             ),
-            widgets.HBox([_labelled("mask", ex.mask), ex.window], layout=wrap()),
+            widgets.HBox(
+                [_labelled(pgettext("explorer", "mask"), ex.mask), ex.window], layout=wrap()
+            ),
             ex.sequence,
         ],
         layout=widgets.Layout(flex_flow="row wrap", align_items="center"),

@@ -16,6 +16,7 @@ import torch
 
 from .config import TinyLMConfig
 from .device import cpu_threads
+from .i18n import N_, error_text, gettext, pgettext
 from .tasks import LOOKUP_KEYS, LOOKUP_VALUES, MIN_VOCAB, SEP, TASKS, make_batch, token_labels
 from .tiny_lm import TinyLM
 from .training import TrainHistory, train_tiny_lm
@@ -29,11 +30,14 @@ VOCAB_SIZE = 64
 # crash. That leaves out "trigram": its 64 trigram ids come after its 4 letters, so they
 # need vocab_size 68 (notebook 08 trains it with its own vocabulary).
 TASK_CHOICES = tuple(task for task in TASKS if MIN_VOCAB[task] <= VOCAB_SIZE)
+# English, marked for translation: shown as _(TASK_TOOLTIPS[task]) (explorer_controls)
 TASK_TOOLTIPS = {
-    "copy": "a plumbing check: every earlier position holds the answer, so any pattern solves it",
-    "previous": "positional: the answer is the token one step back",
-    "repeat": "positional: the answer sits a fixed number of steps back, after SEP",
-    "lookup": "by content: find the pair with the query's key (c? -> the value of c=4)",
+    "copy": N_(
+        "a plumbing check: every earlier position holds the answer, so any pattern solves it"
+    ),
+    "previous": N_("positional: the answer is the token one step back"),
+    "repeat": N_("positional: the answer sits a fixed number of steps back, after SEP"),
+    "lookup": N_("by content: find the pair with the query's key (c? -> the value of c=4)"),
 }
 ALL_HEADS = -1  # value of the ``head`` control that shows every head
 # what a setting is made of: the explorer's controls, in the order they are read
@@ -47,13 +51,20 @@ TRAIN_SETTINGS = {"epochs": 2, "n_rows": 1024, "batch_size": 32, "lr": 1e-2}
 # 4 epochs. The other tasks keep their 64 steps.
 TASK_TRAIN_SETTINGS = {"lookup": {"epochs": 4}}
 SEED = 0
-# What each task's tokens look like, for the messages of parse_sequence
+# What each task's tokens look like, the end of parse_sequence's messages (English, marked
+# for translation; formatted with TOKEN_HELP_FIELDS)
 TOKEN_HELP = {
-    "repeat": f"SEP for the separator (id {SEP})",
-    "lookup": (
-        f"pairs such as c=4 (keys {LOOKUP_KEYS[0]} to {LOOKUP_KEYS[-1]}, values 0 to "
-        f"{LOOKUP_VALUES - 1}) and queries such as c?"
+    "repeat": N_(", or SEP for the separator (id {sep})"),
+    "lookup": N_(
+        ", or pairs such as c=4 (keys {first_key} to {last_key}, values 0 to {last_value}) and "
+        "queries such as c?"
     ),
+}
+TOKEN_HELP_FIELDS = {
+    "sep": SEP,
+    "first_key": LOOKUP_KEYS[0],
+    "last_key": LOOKUP_KEYS[-1],
+    "last_value": LOOKUP_VALUES - 1,
 }
 EXAMPLE_INPUT = {"repeat": "5 12 SEP 5 12", "lookup": "a=3 b=1 a?"}
 
@@ -63,27 +74,84 @@ def d_model_choices(n_heads: int) -> tuple[int, ...]:
     return tuple(d for d in D_MODEL_CHOICES if d % n_heads == 0)
 
 
+def task_name(task: str) -> str:
+    """How the read-outs name ``task`` in a sentence: the task's code name in English
+    ("trained on copy"), in Chinese the glossary's phrase (复制任务, “previous”任务)."""
+    names = {
+        "copy": pgettext("task name", "copy"),
+        "previous": pgettext("task name", "previous"),
+        "repeat": pgettext("task name", "repeat"),
+        "lookup": pgettext("task name", "lookup"),
+        "trigram": pgettext("task name", "trigram"),
+    }
+    return names.get(task, task)
+
+
+def task_button_label(task: str) -> str:
+    """The label of ``task``'s button in the task toggle (its value stays the code name)."""
+    labels = {
+        "copy": pgettext("task button", "copy"),
+        "previous": pgettext("task button", "previous"),
+        "repeat": pgettext("task button", "repeat"),
+        "lookup": pgettext("task button", "lookup"),
+    }
+    return labels.get(task, task)
+
+
+def part(message: str, **fields) -> tuple[str, str]:
+    """A piece of a sentence (``message``, marked with ``N_``) filled with ``fields``: in
+    English and in the current language, for ``two_lines``."""
+    return message.format(**fields), gettext(message).format(**fields)
+
+
+def two_lines(message: str, parts: dict[str, tuple[str, str]], **fields) -> str:
+    """``message`` (an ``error_text`` result) filled with ``fields`` and ``parts`` (each a
+    pair from ``part``), each in the language of its line: the English piece in the English
+    first line, the translated piece in the translation below it (when there is one)."""
+    english, *translated = message.split("\n", 1)
+    lines = [english.format(**{k: v[0] for k, v in parts.items()}, **fields)]
+    lines += [line.format(**{k: v[1] for k, v in parts.items()}, **fields) for line in translated]
+    return "\n".join(lines)
+
+
 def check_explorer_task(task: str) -> str:
     """``task`` if the explorer offers it, else a ValueError that says why and what to do."""
     if task in TASK_CHOICES:
         return task
     if task in TASKS:
         raise ValueError(
-            f"the explorer does not offer the {task} task: its token ids need vocab_size >= "
-            f"{MIN_VOCAB[task]} and the explorer's models have vocab_size={VOCAB_SIZE}; pick "
-            f"one of {TASK_CHOICES}, or train it with train_tiny_lm({task!r}) (notebook 08)"
+            error_text(
+                "the explorer does not offer the {task} task: its token ids need vocab_size >= "
+                "{needed} and the explorer's models have vocab_size={vocab_size}; pick "
+                "one of {choices}, or train it with train_tiny_lm({task_repr}) (notebook 08)"
+            ).format(
+                task=task,
+                needed=MIN_VOCAB[task],
+                vocab_size=VOCAB_SIZE,
+                choices=TASK_CHOICES,
+                task_repr=repr(task),
+            )
         )
-    raise ValueError(f"task={task!r} is not known; use one of {TASK_CHOICES}")
+    raise ValueError(
+        error_text("task={task} is not known; use one of {choices}").format(
+            task=repr(task), choices=TASK_CHOICES
+        )
+    )
 
 
 def check_sizes(n_heads: int, d_model: int) -> None:
     """A ValueError unless the controls offer this pair (``HEAD_CHOICES``, ``d_model_choices``)."""
     if n_heads not in HEAD_CHOICES:
-        raise ValueError(f"n_heads={n_heads} is not offered; pick one of {HEAD_CHOICES}")
+        raise ValueError(
+            error_text("n_heads={n_heads} is not offered; pick one of {choices}").format(
+                n_heads=n_heads, choices=HEAD_CHOICES
+            )
+        )
     if d_model not in d_model_choices(n_heads):
         raise ValueError(
-            f"d_model={d_model} is not offered with n_heads={n_heads}; "
-            f"pick one of {d_model_choices(n_heads)}"
+            error_text(
+                "d_model={d_model} is not offered with n_heads={n_heads}; pick one of {choices}"
+            ).format(d_model=d_model, n_heads=n_heads, choices=d_model_choices(n_heads))
         )
 
 
@@ -99,8 +167,10 @@ def example_sequence(task: str, length: int = CONTEXT_LENGTH) -> str:
 def placeholder(task: str) -> str:
     """What the empty sequence box suggests typing for ``task``."""
     if task in EXAMPLE_INPUT:
-        return f"e.g. {EXAMPLE_INPUT[task]} (or token ids 0..{VOCAB_SIZE - 1})"
-    return f"token ids 0..{VOCAB_SIZE - 1}, e.g. 5 12 7 7"
+        return gettext("e.g. {example} (or token ids 0..{last})").format(
+            example=EXAMPLE_INPUT[task], last=VOCAB_SIZE - 1
+        )
+    return gettext("token ids 0..{last}, e.g. 5 12 7 7").format(last=VOCAB_SIZE - 1)
 
 
 def position_labels(task: str, ids) -> list[str]:
@@ -129,36 +199,50 @@ def parse_sequence(
     ``[15, 7, 2]``, for repeat ``"SEP"`` -> ``0``; ids always work.
     """
     names = _names(task, vocab_size)
-    help_ = f", or {TOKEN_HELP[task]}" if task in TOKEN_HELP else ""
+    # ", or <what the task's tokens look like>": in each line's language (two_lines)
+    help_ = part(TOKEN_HELP[task], **TOKEN_HELP_FIELDS) if task in TOKEN_HELP else ("", "")
+    last = vocab_size - 1
     parts = text.replace(",", " ").split()
     if not parts:
         example = EXAMPLE_INPUT.get(task, "5 12 7 7")
-        raise ValueError(
-            f"the sequence is empty; type token ids from 0 to {vocab_size - 1}{help_}, "
-            f"separated by spaces, for example {example}"
+        message = error_text(
+            "the sequence is empty; type token ids from 0 to {last}{help}, "
+            "separated by spaces, for example {example}"
         )
+        raise ValueError(two_lines(message, {"help": help_}, last=last, example=example))
     ids = []
-    for part in parts:
+    for text_part in parts:
         try:
-            token = int(part)
+            token = int(text_part)
         except ValueError:
-            if part.lower() in names:
-                ids.append(names[part.lower()])
+            if text_part.lower() in names:
+                ids.append(names[text_part.lower()])
                 continue
-            what = f"a token of the {task} task" if names else "a token id"
+            what = (
+                part(N_("a token of the {task} task"), task=task)
+                if names
+                else part(N_("a token id"))
+            )
+            message = error_text(
+                "{part} is not {what}; use whole numbers from 0 to {last}{help}, "
+                "separated by spaces"
+            )
             raise ValueError(
-                f"{part!r} is not {what}; use whole numbers from 0 to {vocab_size - 1}"
-                f"{help_}, separated by spaces"
+                two_lines(message, {"what": what, "help": help_}, part=repr(text_part), last=last)
             ) from None
         if not 0 <= token < vocab_size:
             raise ValueError(
-                f"token id {token} is outside the vocabulary; use ids from 0 to {vocab_size - 1}"
+                error_text(
+                    "token id {token} is outside the vocabulary; use ids from 0 to {last}"
+                ).format(token=token, last=last)
             )
         ids.append(token)
     if len(ids) > context_length:
         raise ValueError(
-            f"{len(ids)} tokens are more than the context_length={context_length} the models "
-            f"were built for; remove {len(ids) - context_length}"
+            error_text(
+                "{n} tokens are more than the context_length={context_length} the models "
+                "were built for; remove {extra}"
+            ).format(n=len(ids), context_length=context_length, extra=len(ids) - context_length)
         )
     return ids
 

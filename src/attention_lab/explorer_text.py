@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 import math
 
-from .explorer_model import VOCAB_SIZE
+from .explorer_model import VOCAB_SIZE, task_name
+from .i18n import _, get_language, pgettext
 from .tasks import token_labels
 from .tiny_lm import TinyLM
 from .training import TrainHistory, evaluate
@@ -18,28 +19,53 @@ from .training import TrainHistory, evaluate
 
 def training_html(s: dict) -> str:
     """The message on show while the setting ``s`` trains."""
-    return (
-        f"<i>training TinyLM on the {s['task']} task (n_heads={s['n_heads']}, "
-        f"d_model={s['d_model']}) ...</i>"
-    )
+    return _(
+        "<i>training TinyLM on the {task} task (n_heads={n_heads}, d_model={d_model}) ...</i>"
+    ).format(task=task_name(s["task"]), n_heads=s["n_heads"], d_model=s["d_model"])
 
 
 def error_html(error: Exception) -> str:
-    """A problem as the page shows it: a friendly box, never a traceback."""
+    """A problem as the page shows it: a friendly box, never a traceback. In a translation,
+    only the translated lines of the library's message (``i18n.error_text``: the English
+    first line is for searching, the page speaks the reader's language)."""
+    heading = html.escape(_("Cannot draw this setting."))
     return (
         '<div style="color:#a40000;border:1px solid #a40000;padding:6px;'
-        f'max-width:640px"><b>Cannot draw this setting.</b> {html.escape(str(error))}'
-        "</div>"
+        f'max-width:640px"><b>{heading}</b> {html.escape(readable_error(error))}</div>'
     )
+
+
+def readable_error(error: Exception) -> str:
+    """The text of ``error`` in the reader's language: an ``error_text`` message without its
+    English first line when the lines below it are the translation."""
+    text = str(error)
+    if get_language() != "en" and "\n" in text:
+        english, translated = text.split("\n", 1)
+        if _has_cjk(translated):
+            return translated
+    return text
+
+
+def _has_cjk(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" or "\u3000" <= ch <= "\u303f" for ch in text)
 
 
 def suptitle(s: dict) -> str:
     """The figure's title for a setting ``s`` (``AttentionExplorer.setting()``)."""
-    mask = {"causal": "causal mask", "none": "no mask"}.get(
-        s["mask"], f"sliding window of {s['window']}"
+    if s["mask"] == "causal":
+        mask = _("causal mask")
+    elif s["mask"] == "none":
+        mask = _("no mask")
+    else:
+        mask = _("sliding window of {window}").format(window=s["window"])
+    model = (
+        _("trained on {task}").format(task=task_name(s["task"]))
+        if s["trained"]
+        else pgettext("explorer", "untrained")
     )
-    model = f"trained on {s['task']}" if s["trained"] else "untrained"
-    return f"TinyLM, {model}: n_heads = {s['n_heads']}, d_model = {s['d_model']}, {mask}"
+    return _("TinyLM, {model}: n_heads = {n_heads}, d_model = {d_model}, {mask}").format(
+        model=model, n_heads=s["n_heads"], d_model=s["d_model"], mask=mask
+    )
 
 
 def status_html(s: dict, d_head: int, n_panels: int, ids: list[int]) -> str:
@@ -47,33 +73,47 @@ def status_html(s: dict, d_head: int, n_panels: int, ids: list[int]) -> str:
     typed otherwise (e.g. as ids)."""
     readable = " ".join(token_labels(s["task"], ids))
     typed = " ".join(s["sequence"].replace(",", " ").split())
-    reads_as = f" · reads as <code>{html.escape(readable)}</code>" if typed != readable else ""
-    return (
-        f"<b>{_count(s['n_heads'], 'head')} · d_head = {d_head}</b> · "
-        f"{_count(n_panels, 'panel')}{reads_as}"
+    reads_as = (
+        _(" · reads as <code>{tokens}</code>").format(tokens=html.escape(readable))
+        if typed != readable
+        else ""
     )
+    heads = _("1 head") if s["n_heads"] == 1 else _("{n} heads").format(n=s["n_heads"])
+    panels = _("1 panel") if n_panels == 1 else _("{n} panels").format(n=n_panels)
+    return f"<b>{heads} · d_head = {d_head}</b> · {panels}{reads_as}"
 
 
 def metrics_html(model: TinyLM, history: TrainHistory | None, task: str) -> str:
     """Loss and accuracy: measured on 128 fresh rows when untrained, else from ``history``."""
     chance = math.log(VOCAB_SIZE)
+    name = task_name(task)
     if history is None:
         loss, accuracy = evaluate(model, task, n_rows=128)
-        return (
-            f"<b>untrained</b><br>loss on {task}: {loss:.3f}<br>"
-            f"accuracy: {accuracy:.1%}<br>chance: ln {VOCAB_SIZE} = {chance:.2f}<br>"
-            "<small>the weights are random: switch to <i>trained</i></small>"
+        return "<br>".join(
+            [
+                "<b>{}</b>".format(pgettext("explorer", "untrained")),
+                _("loss on {task}: {loss:.3f}").format(task=name, loss=loss),
+                _("accuracy: {accuracy:.1%}").format(accuracy=accuracy),
+                _("chance: ln {vocab_size} = {chance:.2f}").format(
+                    vocab_size=VOCAB_SIZE, chance=chance
+                ),
+                _("<small>the weights are random: switch to <i>trained</i></small>"),
+            ]
         )
     steps = len(history.step_losses)
-    held_out = "held-out " if getattr(history, "held_out", True) else ""
-    return (
-        f"<b>trained on {task}</b> ({steps} steps, {history.seconds:.1f} s)<br>"
-        f"{held_out}loss: {history.final_loss:.4f}<br>"
-        f"accuracy: {history.final_accuracy:.1%}<br>"
-        f"before training: {history.initial_loss:.2f} (chance {chance:.2f})"
+    if getattr(history, "held_out", True):
+        loss = _("held-out loss: {loss:.4f}").format(loss=history.final_loss)
+    else:
+        loss = _("loss: {loss:.4f}").format(loss=history.final_loss)
+    return "<br>".join(
+        [
+            _("<b>trained on {task}</b> ({steps} steps, {seconds:.1f} s)").format(
+                task=name, steps=steps, seconds=history.seconds
+            ),
+            loss,
+            _("accuracy: {accuracy:.1%}").format(accuracy=history.final_accuracy),
+            _("before training: {loss:.2f} (chance {chance:.2f})").format(
+                loss=history.initial_loss, chance=chance
+            ),
+        ]
     )
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 head``, ``4 heads``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"

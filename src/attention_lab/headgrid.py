@@ -45,6 +45,7 @@ from .heatmap_labels import (
     MIN_TICK_SIZE,
     tick_labels,
 )
+from .i18n import N_, _, error_text
 from .palette import (
     BLOCKED_COLOR,
     BLOCKED_HATCH_COLOR,
@@ -65,7 +66,7 @@ COLORBAR_MINOR_TICKS = tuple(
     for t in [k / 100 for k in range(1, 10)] + [k / 20 for k in range(3, 20)]
     if t not in COLORBAR_TICKS
 )
-COLORBAR_LABEL = "attention weight (√ scale)"
+COLORBAR_LABEL = N_("attention weight (√ scale)")  # shown as _(COLORBAR_LABEL)
 
 
 def as_mask(mask, shape: tuple[int, int, int]) -> np.ndarray | None:
@@ -79,8 +80,10 @@ def as_mask(mask, shape: tuple[int, int, int]) -> np.ndarray | None:
         return np.broadcast_to(m, shape)
     except ValueError:
         raise ValueError(
-            f"mask has shape {m.shape}, which does not fit weights of shape {shape}; pass a "
-            "(T, T) mask (the same for every head) or one (H, T, T) mask per head"
+            error_text(
+                "mask has shape {mask_shape}, which does not fit weights of shape {shape}; pass "
+                "a (T, T) mask (the same for every head) or one (H, T, T) mask per head"
+            ).format(mask_shape=m.shape, shape=shape)
         ) from None
 
 
@@ -125,7 +128,7 @@ class HeadGrid(Blitted):
         nrows = math.ceil(n_panels / ncols)
         self.ncols, self.nrows = ncols, nrows
         labels = tick_labels(tokens, T, task)
-        size, _, rotation = self._label_layout(labels)
+        size, _every, rotation = self._label_layout(labels)
         # margins in inches, sized from the labels: one panel has as much room as eight
         label_w = CHAR_WIDTH * size * max(map(len, labels)) / 72
         label_h = label_w if rotation else 1.2 * size / 72
@@ -158,9 +161,9 @@ class HeadGrid(Blitted):
             ax.set_facecolor("white")
             ax.tick_params(length=0, colors=TEXT_COLOR)
             if self._is_bottom(i):
-                ax.set_xlabel("key (looked at)", fontsize=LABEL_SIZE, color=TEXT_COLOR)
+                ax.set_xlabel(_("key (looked at)"), fontsize=LABEL_SIZE, color=TEXT_COLOR)
             if self._is_left(i):
-                ax.set_ylabel("query (looking)", fontsize=LABEL_SIZE, color=TEXT_COLOR)
+                ax.set_ylabel(_("query (looking)"), fontsize=LABEL_SIZE, color=TEXT_COLOR)
         self.set_tokens(tokens, task=task)
         bar_bottom = bottom + min(0.9, 0.35 * panel_size * nrows)  # room for the legend
         cax = self.figure.add_axes(
@@ -174,7 +177,7 @@ class HeadGrid(Blitted):
         bar = self.figure.colorbar(self.images[0], cax=cax)
         bar.set_ticks(COLORBAR_TICKS, labels=[f"{t:g}" for t in COLORBAR_TICKS])
         bar.ax.set_yticks(COLORBAR_MINOR_TICKS, minor=True)  # uneven steps: not linear
-        bar.set_label(COLORBAR_LABEL, color=TEXT_COLOR, fontsize=LABEL_SIZE)
+        bar.set_label(_(COLORBAR_LABEL), color=TEXT_COLOR, fontsize=LABEL_SIZE)
         bar.ax.tick_params(colors=TEXT_COLOR, labelsize=TICK_SIZE)
         bar.ax.tick_params(which="minor", length=2.5, width=0.6, colors=TEXT_COLOR)
         self.colorbar = bar
@@ -184,7 +187,7 @@ class HeadGrid(Blitted):
                     facecolor=BLOCKED_COLOR,
                     edgecolor=BLOCKED_HATCH_COLOR,
                     hatch=BLOCKED_HATCH if hatch else None,
-                    label=BLOCKED_LABEL,
+                    label=_(BLOCKED_LABEL),
                 )
             ],
             loc="lower left",
@@ -259,10 +262,13 @@ class HeadGrid(Blitted):
         shape = (self.n_panels, self.T, self.T)
         if w.shape != shape:
             raise ValueError(
-                f"weights have shape {w.shape}, this grid shows {shape}; build a new HeadGrid"
+                error_text(
+                    "weights have shape {weights_shape}, this grid shows {shape}; build a new "
+                    "HeadGrid"
+                ).format(weights_shape=w.shape, shape=shape)
             )
         m = as_mask(mask, shape)
-        titles = titles or [f"head {h}" for h in range(self.n_panels)]
+        titles = titles or [_("head {h}").format(h=h) for h in range(self.n_panels)]
         for i, (image, stripes, ax, title) in enumerate(
             zip(self.images, self.stripes, self.axes, titles)
         ):

@@ -49,6 +49,7 @@ from .explorer_model import (
 )
 from .explorer_picture import CSS_DPI, DIAGRAM_CSS_DPI, Picture, snapshot
 from .explorer_text import error_html, metrics_html, status_html, suptitle, training_html
+from .i18n import _, error_text
 from .plotting import LabFigure
 from .tiny_lm import TinyLM
 from .training import TrainHistory
@@ -241,7 +242,7 @@ class AttentionExplorer(widgets.VBox):
         )
         heads, w, blocked = head_weights(model, ids, s["head"])  # (panels, T, T), (T, T)
         tokens = position_labels(s["task"], ids)  # "3:c=4": position and token
-        titles = [f"head {h} · d_head = {d_head}" for h in heads]
+        titles = [_("head {h} · d_head = {d_head}").format(h=h, d_head=d_head) for h in heads]
         grid, png = self._picture.heatmaps(w, tokens, titles, suptitle(s), blocked)
         controls.show_png(self.image, png, CSS_DPI)
         self.figure, self.weights, self.mask_shown, self.history = grid.figure, w, blocked, history
@@ -292,5 +293,7 @@ class AttentionExplorer(widgets.VBox):
         """The picture on show as a static ``plot_heads`` figure: end a cell with it so
         readers without a live kernel (GitHub, a PDF) see what the explorer shows."""
         if self.weights is None:
-            raise ValueError("the explorer has not drawn anything yet; fix the message first")
+            raise ValueError(
+                error_text("the explorer has not drawn anything yet; fix the message first")
+            )
         return snapshot(self.weights, self._labels, self.mask_shown)
