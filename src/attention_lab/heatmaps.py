@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from .arrays import as_heads
 from .headgrid import HeadGrid
+from .i18n import error_text
 from .palette import CMAP, DPI, text_color_on, weight_norm
 
 
@@ -71,9 +72,11 @@ def plot_heads(
         mask = causal_mask(T)
     elif mask is None and looks_causal(w):
         warnings.warn(
-            f"these weights are exactly 0 everywhere above the diagonal, like a causal "
-            f"head's, but no mask was given, so the blocked cells are drawn as weights of 0; "
-            f"pass mask=causal_mask({T}) (or causal=True) to draw them as blocked",
+            error_text(
+                "these weights are exactly 0 everywhere above the diagonal, like a causal "
+                "head's, but no mask was given, so the blocked cells are drawn as weights of 0; "
+                "pass mask=causal_mask({T}) (or causal=True) to draw them as blocked"
+            ).format(T=T),
             CausalWithoutMaskWarning,
             stacklevel=2,
         )

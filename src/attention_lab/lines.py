@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from matplotlib.figure import Figure
 
 from .canvas import LabFigure
+from .i18n import _
 from .palette import DPI, LABEL_SIZE, LINE_COLORS, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
 
 
@@ -24,10 +25,13 @@ def _label_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
 
 
 def plot_loss(
-    histories, chance: float | None = None, title: str = "training loss", logy: bool = True
+    histories, chance: float | None = None, title: str | None = None, logy: bool = True
 ) -> Figure:
     """Loss per optimiser step. ``histories`` is a TrainHistory, a list of floats, or a
-    ``{label: history}`` mapping; ``chance`` draws the loss of a uniform guess, ln(vocab)."""
+    ``{label: history}`` mapping; ``chance`` draws the loss of a uniform guess, ln(vocab).
+    ``title`` defaults to "training loss" (in the reader's language)."""
+    if title is None:
+        title = _("training loss")
     if not isinstance(histories, Mapping):
         histories = {"": histories}
     fig = LabFigure(figsize=(7, 3.8), dpi=DPI)
@@ -38,10 +42,16 @@ def plot_loss(
         losses = getattr(history, "step_losses", history)
         ax.plot(range(1, len(losses) + 1), losses, label=label or None, color=colour, lw=1.5)
     if chance is not None:
-        ax.axhline(chance, ls="--", color="grey", lw=1, label=f"chance = {chance:.2f}")
+        ax.axhline(
+            chance,
+            ls="--",
+            color="grey",
+            lw=1,
+            label=_("chance = {chance:.2f}").format(chance=chance),
+        )
     if logy:
         ax.set_yscale("log")
-    _label_axes(ax, "optimiser step", "cross-entropy (nats)", title)
+    _label_axes(ax, _("optimiser step"), _("cross-entropy (nats)"), title)
     if ax.get_legend_handles_labels()[1]:
         ax.legend(fontsize=TICK_SIZE)
     fig.tight_layout()

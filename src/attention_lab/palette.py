@@ -26,6 +26,8 @@ import operator
 from matplotlib import colormaps
 from matplotlib.colors import PowerNorm, to_rgb
 
+from .i18n import N_
+
 # Paul Tol, "muted" (https://personal.sron.nl/~pault/): rose, indigo, sand, green, cyan,
 # wine, teal, olive, purple. Neighbours differ in hue and lightness, so two heads never
 # look alike even at H = 2.
@@ -46,12 +48,12 @@ CMAP_NAME = "Blues"
 GAMMA = 0.5  # square-root scale: small weights get a visible share of the colours
 BLOCKED_COLOR = "#9E9E9E"  # neutral grey: masked, never a weight
 BLOCKED_HATCH_COLOR = "#5E5E5E"  # the darker diagonal stripes on a blocked cell
-BLOCKED_LABEL = "blocked"
+BLOCKED_LABEL = N_("blocked")  # shown as _(BLOCKED_LABEL)
 # Dropout's dropped weights (notebook 05) are NOT blocked: white with an orange outline
 # and an orange "×", never grey, never striped (one visual code means one thing).
 DROPPED_COLOR = "white"
 DROPPED_EDGE_COLOR = "#EE7733"  # Paul Tol's "vibrant" orange: no head colour, no weight
-DROPPED_LABEL = "dropped (dropout)"
+DROPPED_LABEL = N_("dropped (dropout)")  # shown as _(DROPPED_LABEL)
 LINE_COLORS: tuple[str, ...] = HEAD_COLORS  # measured curves in plot_loss / plot_lines
 
 TICK_SIZE = 10  # points: tick labels, token labels, box contents

@@ -1,10 +1,12 @@
 """What the roadmap (``roadmap.py``) draws where: the notebooks, the parts each builds, the
-steps inside the attention layer, its colours, and the notebook tags."""
+steps inside the attention layer, its colours, and the notebook tags. The notebook names
+and the steps are English (``N_``): the roadmap translates them where it draws them."""
 
 from __future__ import annotations
 
 from matplotlib.patches import FancyBboxPatch
 
+from ..i18n import N_
 from ..palette import TEXT_COLOR, TICK_SIZE
 from ._draw import EDGE, _label
 
@@ -13,15 +15,15 @@ HIGHLIGHT = "#EE3377"  # the notebook asked for (``highlight=``): no head, weigh
 LEFT_OUT = "#777777"  # outline and text of the parts TinyLM leaves out (dashed, not grey)
 
 NOTEBOOKS = {
-    1: "weighted average",
-    2: "queries, keys, values",
-    3: "scaling by 1/√d_head",
-    4: "causal mask",
-    5: "one causal head",
-    6: "multi-head",
-    7: "fused QKV",
-    8: "training a tiny model",
-    9: "real text: MLP, residuals, layer norm",
+    1: N_("weighted average"),
+    2: N_("queries, keys, values"),
+    3: N_("scaling by 1/√d_head"),
+    4: N_("causal mask"),
+    5: N_("one causal head"),
+    6: N_("multi-head"),
+    7: N_("fused QKV"),
+    8: N_("training a tiny model"),
+    9: N_("real text: MLP, residuals, layer norm"),
 }
 # which drawn parts each notebook builds (their gids)
 PARTS = {
@@ -36,13 +38,13 @@ PARTS = {
     9: ("ln1", "residual 1", "ln2", "mlp", "residual 2", "ln_f"),
 }
 STEPS = (  # inside the attention sublayer, in the order the chapter builds it
-    (1, "a weighted average of the tokens"),
-    (2, "queries, keys, values: scores Q Kᵀ"),
-    (3, "scale the scores by 1/√d_head"),
-    (4, "causal mask: no look at the future"),
-    (5, "one causal head (+ dropout)"),
-    (6, "multi-head: split, attend, merge"),
-    (7, "one fused QKV projection"),
+    (1, N_("a weighted average of the tokens")),
+    (2, N_("queries, keys, values: scores Q Kᵀ")),
+    (3, N_("scale the scores by 1/√d_head")),
+    (4, N_("causal mask: no look at the future")),
+    (5, N_("one causal head (+ dropout)")),
+    (6, N_("multi-head: split, attend, merge")),
+    (7, N_("one fused QKV projection")),
 )
 
 

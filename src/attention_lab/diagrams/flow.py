@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.patches import FancyArrowPatch
 
 from ..canvas import LabFigure
+from ..i18n import _
 from ..palette import LABEL_SIZE, TICK_SIZE, head_color, text_color_on
 from ._draw import NEUTRAL, _arrow, _box, _canvas, _label, _own_axes, _size, _title, _weights
 
@@ -46,7 +47,7 @@ def weighted_average(weights, tokens: Sequence[str] | None = None, query=None) -
     fig, ax = _own_axes(7.5, 1.0 + 0.42 * T + 0.3)
     _canvas(0, 0, (-0.2, 8.0), (-0.35, height + 0.1), ax=ax)
     cx, cy = 6.0, height / 2
-    ctx = _box(ax, cx, cy - 0.45, 1.6, 0.9, head_color(4), "context\nvector", gid="context")
+    ctx = _box(ax, cx, cy - 0.45, 1.6, 0.9, head_color(4), _("context\nvector"), gid="context")
     ctx.set_zorder(3)
     top = w.max()
     for i, (token, weight) in enumerate(zip(tokens, w)):
@@ -64,7 +65,7 @@ def weighted_average(weights, tokens: Sequence[str] | None = None, query=None) -
             lw=2.6 if is_query else 1.0,
         )
         if is_query:
-            _label(ax, -0.12, y, "query", size=TICK_SIZE, ha="right", style="italic")
+            _label(ax, -0.12, y, _("query"), size=TICK_SIZE, ha="right", style="italic")
         arrow = FancyArrowPatch(
             (2.25, y),
             (cx - 0.05, cy),
@@ -88,13 +89,20 @@ def weighted_average(weights, tokens: Sequence[str] | None = None, query=None) -
             bbox=dict(facecolor="white", edgecolor="none", pad=1.0),
         )
     used = int((w > 0).sum())
-    terms = f"{used} terms" if used == T else f"{T} tokens, {used} with weight > 0"
-    _label(
-        ax, cx + 0.8, cy - 0.75, f"= Σ weight × token vector\n({terms})", size=TICK_SIZE, va="top"
-    )
+    if used == T:
+        terms = _("{used} terms").format(used=used)
+    else:
+        terms = _("{T} tokens, {used} with weight > 0").format(T=T, used=used)
+    sum_text = _("= Σ weight × token vector\n({terms})").format(terms=terms)
+    _label(ax, cx + 0.8, cy - 0.75, sum_text, size=TICK_SIZE, va="top")
     ax.set_xlim(-0.9, 8.4)
-    who = f" for {tokens[q]!r}" if q is not None else ""
-    _title(fig, ax, f"The context vector{who}: a weighted average of the tokens", True)
+    if q is not None:
+        title = _("The context vector for {token}: a weighted average of the tokens").format(
+            token=repr(tokens[q])
+        )
+    else:
+        title = _("The context vector: a weighted average of the tokens")
+    _title(fig, ax, title, True)
     return fig
 
 
@@ -146,7 +154,8 @@ def qkv_flow(T: int, D: int, d_head: int, *, scaled: bool = True) -> LabFigure:
     sx, sy = cols[3], 4.0
     _arrow(ax, right(cols[2], ys["q"]), (sx - 0.05, sy + bh * 0.7))
     _arrow(ax, right(cols[2], ys["k"]), (sx - 0.05, sy + bh * 0.3))
-    node(sx, sy, "Q Kᵀ / √d_head" if scaled else "Q Kᵀ", f"scores ({T}, {T})", gid="scores")
+    scores = _("scores ({T}, {T})").format(T=T)
+    node(sx, sy, "Q Kᵀ / √d_head" if scaled else "Q Kᵀ", scores, gid="scores")
     if scaled:
         _label(
             ax,
@@ -161,7 +170,7 @@ def qkv_flow(T: int, D: int, d_head: int, *, scaled: bool = True) -> LabFigure:
             ax,
             sx + bw + 0.2,
             sy + bh / 2,
-            "Q @ K.T: not yet\ndivided by √d_head\n(scaling: notebook 03)",
+            _("Q @ K.T: not yet\ndivided by √d_head\n(scaling: notebook 03)"),
             size=TICK_SIZE,
             ha="left",
             style="italic",
@@ -173,16 +182,20 @@ def qkv_flow(T: int, D: int, d_head: int, *, scaled: bool = True) -> LabFigure:
         ax,
         sx + bw / 2 + 0.15,
         (sy + wy + bh) / 2,
-        "softmax over keys:\nrows sum to 1",
+        _("softmax over keys:\nrows sum to 1"),
         size=TICK_SIZE,
         ha="left",
     )
-    node(sx, wy, "weights  (T, T)", f"({T}, {T})", gid="weights")
+    node(sx, wy, _("weights  (T, T)"), f"({T}, {T})", gid="weights")
     ox = cols[4]
     _arrow(ax, right(sx, wy), (ox - 0.05, wy + bh / 2))
     _arrow(ax, right(cols[2], ys["v"]), (ox - 0.05, wy + 0.2), connectionstyle="arc3,rad=0.15")
-    node(ox, wy, "weights @ V", f"context ({T}, {d_head})", head_color(4), gid="context")
-    _label(ax, cols[1] + bw / 2, 6.45, "three learned projections", size=TICK_SIZE, style="italic")
-    _title(fig, ax, f"Where Q, K and V come from: T = {T}, D = {D}, d_head = {d_head}", True)
+    context = _("context ({T}, {d_head})").format(T=T, d_head=d_head)
+    node(ox, wy, "weights @ V", context, head_color(4), gid="context")
+    _label(
+        ax, cols[1] + bw / 2, 6.45, _("three learned projections"), size=TICK_SIZE, style="italic"
+    )
+    title = _("Where Q, K and V come from: T = {T}, D = {D}, d_head = {d_head}")
+    _title(fig, ax, title.format(T=T, D=D, d_head=d_head), True)
     fig.set_gid("qkv_flow scaled" if scaled else "qkv_flow unscaled")
     return fig

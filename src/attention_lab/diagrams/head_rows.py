@@ -6,6 +6,7 @@ from __future__ import annotations
 from matplotlib.patches import Rectangle
 
 from ..canvas import LabFigure
+from ..i18n import _
 from ..palette import DPI, LABEL_SIZE, TICK_SIZE, head_color
 from ._draw import _box, _canvas, _heads, _label, _row_lines, _suptitle
 
@@ -38,7 +39,9 @@ def head_rows(D: int, H: int, fused: bool = False) -> LabFigure:
             first = b * D + h * d_head
             y = mh - (first + d_head) * unit
             _box(ax, 0.0, y, mw, d_head * unit, head_color(h), lw=0.6, gid=f"head {h} {block}")
-            label = f"head {h}: rows {first}-{first + d_head - 1}"
+            label = _("head {h}: rows {first}-{last}").format(
+                h=h, first=first, last=first + d_head - 1
+            )
             if H * len(blocks) <= 12 or h in (0, H - 1):
                 _label(ax, mw + 0.15, y + d_head * unit / 2, label, size=TICK_SIZE, ha="left")
         if fused:
@@ -52,7 +55,9 @@ def head_rows(D: int, H: int, fused: bool = False) -> LabFigure:
                 ax,
                 -0.2,
                 y0 + D * unit / 2,
-                f"{block} rows\n{b * D}-{(b + 1) * D - 1}",
+                _("{block} rows\n{first}-{last}").format(
+                    block=block, first=b * D, last=(b + 1) * D - 1
+                ),
                 size=LABEL_SIZE,
                 ha="right",
                 weight="bold",
@@ -60,21 +65,23 @@ def head_rows(D: int, H: int, fused: bool = False) -> LabFigure:
     _row_lines(ax, [(0.0, 0.0, mw, mh)], rows, lw=0.4)  # one line between rows (<= 32)
     name = "qkv.weight" if fused else "W_q.weight"
     _label(ax, mw / 2, mh + 0.2, f"{name}: ({rows}, {D})", size=LABEL_SIZE, weight="bold")
-    _label(ax, mw / 2, -0.3, f"in: D = {D} columns", size=TICK_SIZE)
+    _label(ax, mw / 2, -0.3, _("in: D = {D} columns").format(D=D), size=TICK_SIZE)
     if not fused:
         _label(
             ax,
             -0.2,
             mh / 2,
-            f"out: {D} rows\n= {H} heads\n× d_head {d_head}",
+            _("out: {D} rows\n= {H} heads\n× d_head {d_head}").format(D=D, H=H, d_head=d_head),
             size=TICK_SIZE,
             ha="right",
         )
     if fused:
-        what, code = "Q, K and V rows", "self.qkv = nn.Linear(D, 3 * D)"
+        title = _("Which Q, K and V rows each head owns\nD = {D}, n_heads = {H}, d_head = {d_head}")
+        code = "self.qkv = nn.Linear(D, 3 * D)"
     else:
-        what, code = "rows of W_q", "self.W_q = nn.Linear(D, D)"
-    _suptitle(fig, f"Which {what} each head owns\nD = {D}, n_heads = {H}, d_head = {d_head}", 0.08)
+        title = _("Which rows of W_q each head owns\nD = {D}, n_heads = {H}, d_head = {d_head}")
+        code = "self.W_q = nn.Linear(D, D)"
+    _suptitle(fig, title.format(D=D, H=H, d_head=d_head), 0.08)
     fig.text(
         0.5,
         1 - 0.68 / height,

@@ -7,6 +7,7 @@ from matplotlib.patches import Rectangle
 
 from ..cache import lru_memo
 from ..canvas import LabFigure
+from ..i18n import _, get_language
 from ..palette import DPI, LABEL_SIZE, TICK_SIZE, head_color
 from ._draw import _arrow, _box, _canvas, _heads, _label, _row_lines, _size, _title
 
@@ -78,8 +79,10 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
     # 1) x: (B, T, D), one row per token
     header(x1 + W1 / 2, "x")
     slices(x1, W1, "x")
-    _label(ax, x1 + W1 / 2, Ht + 0.1, f"D = {D} features", size=TICK_SIZE, va="bottom")
-    _label(ax, x1 - 0.5, Ht / 2, f"T = {T} tokens (rows)", size=TICK_SIZE, rotation=90)
+    features = _("D = {D} features").format(D=D)
+    _label(ax, x1 + W1 / 2, Ht + 0.1, features, size=TICK_SIZE, va="bottom")
+    rows = _("T = {T} tokens (rows)").format(T=T)
+    _label(ax, x1 - 0.5, Ht / 2, rows, size=TICK_SIZE, rotation=90)
     if show_rows:
         for t in range(T):
             y = Ht - (t + 0.5) * Ht / T
@@ -88,7 +91,9 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
         x1 + W1 / 2,
         "(B, T, D)",
         (B, T, D),
-        f"head h: columns\nh·{d_head} .. h·{d_head}+{d_head - 1}",
+        _("head h: columns\nh·{d_head} .. h·{d_head}+{last}").format(
+            d_head=d_head, last=d_head - 1
+        ),
     )
 
     # 2) .view(B, T, H, d_head): each token's row becomes an (H, d_head) matrix
@@ -131,12 +136,12 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
         if n_tok <= 8 or t in (0, n_tok - 1):
             _label(ax, x2 - 0.06, top - tok_h / 2, f"token {t}", size=TICK_SIZE, ha="right")
     if more:
-        _label(ax, x2 + W2 / 2, 0.12, f"⋮  {T - n_tok} more tokens", size=TICK_SIZE)
+        _label(ax, x2 + W2 / 2, 0.12, _("⋮  {n} more tokens").format(n=T - n_tok), size=TICK_SIZE)
     _label(
         ax,
         x2 + W2 / 2 - 0.35,
         Ht + 0.1,
-        f"each token: (H, d_head) = ({H}, {d_head})",
+        _("each token: (H, d_head) = ({H}, {d_head})").format(H=H, d_head=d_head),
         size=TICK_SIZE,
         va="bottom",
     )
@@ -144,7 +149,7 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
         x2 + W2 / 2 - 0.35,
         "(B, T, H, d_head)",
         (B, T, H, d_head),
-        "heads sit inside each token:\nthe last two axes are (H, d_head)",
+        _("heads sit inside each token:\nthe last two axes are (H, d_head)"),
     )
 
     # 3) .transpose(1, 2): one (T, d_head) matrix per head, each on its own
@@ -154,7 +159,7 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
         ax,
         x3 + W3 / 2,
         Ht + 0.36,
-        f"rows: T = {T} tokens, columns: d_head = {d_head}",
+        _("rows: T = {T} tokens, columns: d_head = {d_head}").format(T=T, d_head=d_head),
         size=TICK_SIZE,
         va="bottom",
     )
@@ -171,7 +176,7 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
             ax,
             x + bw / 2,
             Ht + 0.1,
-            f"head {h}" if bw >= 0.6 else str(h),
+            _("head {h}").format(h=h) if bw >= 0.6 else str(h),
             size=TICK_SIZE,
             va="bottom",
         )
@@ -179,12 +184,14 @@ def draw_head_split(ax, T: int, D: int, H: int, B: int = 1) -> list:
         x3 + W3 / 2,
         "(B, H, T, d_head)",
         (B, H, T, d_head),
-        f"each head: its own ({T}, {d_head}) matrix,\nso Q Kᵀ is ({T}, {T}) per head",
+        _("each head: its own ({T}, {d_head}) matrix,\nso Q Kᵀ is ({T}, {T}) per head").format(
+            T=T, d_head=d_head
+        ),
     )
 
     # 4) merge back: transpose(1, 2).reshape(B, T, D)
     arrow(x3 + W3, x4)
-    header(x4 + W4 / 2, "merge")
+    header(x4 + W4 / 2, _("merge"))
     _label(ax, x4 + W4 / 2, Ht + 0.1, ".transpose(1, 2).reshape", size=TICK_SIZE, va="bottom")
     slices(x4, W4, "merged")
     shape(x4 + W4 / 2, "(B, T, D)", (B, T, D))
@@ -207,20 +214,36 @@ def head_split(T: int, D: int, H: int, B: int = 1, ax=None) -> LabFigure:
     fig = ax.figure
     draw_head_split(ax, T, D, H, B)
     d_head = D // H
-    heads = "one head" if H == 1 else f"{H} heads"
-    _title(
-        fig, ax, f"Splitting d_model = {D} into n_heads = {H}: {heads} of d_head = {d_head}", own
-    )
+    if H == 1:
+        title = _("Splitting d_model = {D} into n_heads = {H}: one head of d_head = {d_head}")
+    else:
+        title = _("Splitting d_model = {D} into n_heads = {H}: {H} heads of d_head = {d_head}")
+    _title(fig, ax, title.format(D=D, H=H, d_head=d_head), own)
     return fig
 
 
-@lru_memo(maxsize=128)
 def head_split_png(T: int, D: int, H: int, B: int = 1, dpi: int = DPI) -> bytes:
-    """``head_split`` as PNG bytes at ``dpi``, cached per size and dpi (``cache.lru_memo``:
-    the 128 used last). The explorer shows its head-split diagram from here
-    (``explorer_picture.Picture.diagram``, at its render dpi): a setting visited before
-    costs nothing the second time (drawing the text is the slow part)."""
-    figure = head_split(T, D, H, B)
+    """``head_split`` as PNG bytes at ``dpi``, cached per size, dpi and language
+    (``cache.lru_memo``: the 128 used last). The explorer shows its head-split diagram from
+    here (``explorer_picture.Picture.diagram``, at its render dpi): a setting visited before
+    costs nothing the second time (drawing the text is the slow part). ``cached``,
+    ``cache_info`` and ``cache_clear`` are those of the cache."""
+    return _head_split_png(T, D, H, B, dpi, get_language())
+
+
+@lru_memo(maxsize=128)
+def _head_split_png(T: int, D: int, H: int, B: int, dpi: int, language: str) -> bytes:
+    figure = head_split(T, D, H, B)  # drawn in ``language``, the one in use
     if dpi != figure.dpi:
         figure.set_dpi(dpi)
     return figure._repr_png_()
+
+
+def _cached(T: int, D: int, H: int, B: int = 1, dpi: int = DPI) -> bool:
+    return _head_split_png.cached(T, D, H, B, dpi, get_language())
+
+
+head_split_png.cached = _cached
+head_split_png.cache_info = _head_split_png.cache_info
+head_split_png.cache_clear = _head_split_png.cache_clear
+head_split_png.cache = _head_split_png.cache

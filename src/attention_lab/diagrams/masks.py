@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from ..canvas import BLOCKED_HATCH, LabFigure, blocked_stripes, cell_image
+from ..i18n import _
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_LABEL,
@@ -72,16 +73,19 @@ def causal_mask_grid(T: int) -> LabFigure:
                 )
     if blocked:  # one hatched path over all of them
         blocked_stripes(ax, blocked)
-    _grid_axes(ax, T, g / T, "key position j (looked at)", "query position i (looking)")
+    _grid_axes(ax, T, g / T, _("key position j (looked at)"), _("query position i (looking)"))
     _key(
         fig,
         (1.1 + g + 0.25) / width,
         1 - 0.75 / height,
-        [(BLOCKED_LABEL, BLOCKED_COLOR, BLOCKED_HATCH), ("allowed (j ≤ i)", "white", None)],
+        [(_(BLOCKED_LABEL), BLOCKED_COLOR, BLOCKED_HATCH), (_("allowed (j ≤ i)"), "white", None)],
     )
     n = T * (T - 1) // 2
     _suptitle(
-        fig, f"Causal mask, T = {T}: {n} of {T * T} cells blocked", 0.15, x=(1.1 + g / 2) / width
+        fig,
+        _("Causal mask, T = {T}: {n} of {cells} cells blocked").format(T=T, n=n, cells=T * T),
+        0.15,
+        x=(1.1 + g / 2) / width,
     )
     return fig
 
@@ -108,7 +112,10 @@ def mask_before_vs_after(scores) -> LabFigure:
     width, height = max(2 * panel + 0.3, 9.6), g + 2.25
     x0 = (width - 2 * panel) / 2  # centre the pair
     fig = LabFigure(figsize=(width, height), dpi=DPI)
-    titles = ("mask before softmax\n(-inf, then softmax)", "zero after softmax\n(softmax, then 0)")
+    titles = (
+        _("mask before softmax\n(-inf, then softmax)"),
+        _("zero after softmax\n(softmax, then 0)"),
+    )
     norm = weight_norm()
     cmap = CMAP.with_extremes(bad=BLOCKED_COLOR)  # the image paints blocked cells grey
     # ONE axes for both grids (an axes costs ~15 ms to build); the right grid starts
@@ -149,7 +156,7 @@ def mask_before_vs_after(scores) -> LabFigure:
                 ax,
                 dx + T - 0.35,
                 i,
-                f"sum {total:.2f}",
+                _("sum {total:.2f}").format(total=total),
                 ha="left",
                 va="center",
                 fontsize=TICK_SIZE,
@@ -163,13 +170,15 @@ def mask_before_vs_after(scores) -> LabFigure:
         if cells:
             blocked_stripes(ax, cells, gid="blocked", lw=0.5, label=name)
         # the right panel's rows line up with the left one's: its query indices would repeat
-        _grid_axes(ax, T, c, "key j", "query i" if k == 0 else None, dx=dx, width=shift + T)
+        _grid_axes(ax, T, c, _("key j"), _("query i") if k == 0 else None, dx=dx, width=shift + T)
         _label(ax, dx + (T - 1) / 2, -0.6, title, size=TITLE_SIZE, va="bottom", clip_on=False)
-    _key(fig, (x0 + 0.1) / width, 0.4 / height, [(BLOCKED_LABEL, BLOCKED_COLOR, BLOCKED_HATCH)])
+    _key(fig, (x0 + 0.1) / width, 0.4 / height, [(_(BLOCKED_LABEL), BLOCKED_COLOR, BLOCKED_HATCH)])
     _suptitle(
         fig,
-        "The same scores, two ways to hide the future: only masking first keeps "
-        "every row summing to 1",
+        _(
+            "The same scores, two ways to hide the future: only masking first keeps "
+            "every row summing to 1"
+        ),
         0.1,
     )
     return fig
@@ -195,7 +204,7 @@ def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
     fig, ax = _own_axes(max(7.0, 2.6 + 0.75 * T), 3.5, top=0.86)
     _canvas(0, 0, (-2.3, T * cw + 1.9), (-0.6, 3.2), ax=ax)
     norm = weight_norm()
-    for row_y, values, name in ((2.2, w, "weights"), (0.2, out, "after dropout")):
+    for row_y, values, name in ((2.2, w, _("weights")), (0.2, out, _("after dropout"))):
         _label(ax, -0.15, row_y + 0.4, name, size=LABEL_SIZE, ha="right")
         for j, v in enumerate(values):
             x = j * cw
@@ -237,7 +246,7 @@ def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
             ax,
             T * cw + 0.1,
             row_y + 0.4,
-            f"sum {values.sum():.2f}",
+            _("sum {total:.2f}").format(total=values.sum()),
             size=TICK_SIZE,
             ha="left",
             weight="bold",
@@ -252,21 +261,27 @@ def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
         ax,
         T * cw / 2,
         0.05,
-        f"keep each with probability 1 - p = {1 - p:.2f}, scale survivors by 1/(1-p) = {scale:.2f}",
+        _(
+            "keep each with probability 1 - p = {keep:.2f}, "
+            "scale survivors by 1/(1-p) = {scale:.2f}"
+        ).format(keep=1 - p, scale=scale),
         size=TICK_SIZE,
         va="top",
     )
+    dropped_key = _("{dropped}: set to 0 this pass").format(dropped=_(DROPPED_LABEL))
     _key(  # bottom left, under the sentence
         fig,
         0.015,
         0.1,
-        [(DROPPED_LABEL + ": set to 0 this pass", DROPPED_COLOR, None, DROPPED_EDGE_COLOR)],
+        [(dropped_key, DROPPED_COLOR, None, DROPPED_EDGE_COLOR)],
         size=TICK_SIZE,
     )
     _title(
         fig,
         ax,
-        f"Dropout on one row of attention weights, p = {p:g} ({int((~keep).sum())} of {T} dropped)",
+        _("Dropout on one row of attention weights, p = {p:g} ({dropped} of {T} dropped)").format(
+            p=p, dropped=int((~keep).sum()), T=T
+        ),
         True,
     )
     return fig

@@ -13,6 +13,7 @@ from __future__ import annotations
 from matplotlib.patches import Circle, Rectangle
 
 from ..canvas import LabFigure
+from ..i18n import _
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
 from ._draw import ARROW, EDGE, _arrow, _label, _suptitle, _text
 from ._roadmap_parts import CHAPTER_FILL, HIGHLIGHT, LEFT_OUT, NOTEBOOKS, PARTS, STEPS, _badge
@@ -92,9 +93,9 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     sx, sw, bh = 0.9, 3.6, 0.42  # left edge, width, box height
     cx = sx + sw / 2
     tag_x = sx + sw + 0.12
-    _label(ax, cx, 6.62, "token ids (B, T)", size=TICK_SIZE)
+    _label(ax, cx, 6.62, _("token ids (B, T)"), size=TICK_SIZE)
     _arrow(ax, (cx, 6.48), (cx, 6.27), lw=1.2)
-    part("embedding", sx, 5.85, sw, bh, "token embedding + position embedding")
+    part("embedding", sx, 5.85, sw, bh, _("token embedding + position embedding"))
     _badge(ax, tag_x, 5.85 + bh / 2, 8, highlight)
     # one block: a frame around its two sublayers
     block = Rectangle(
@@ -109,7 +110,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         zorder=1,
     )
     ax.add_artist(block)
-    _label(ax, sx - 0.3, 3.79, "one block  (× n_layers)", size=TICK_SIZE, rotation=90)
+    _label(ax, sx - 0.3, 3.79, _("one block  (× n_layers)"), size=TICK_SIZE, rotation=90)
     _arrow(ax, (cx, 5.83), (cx, 5.47), lw=1.2)
     part("ln1", sx + 0.5, 5.05, sw - 1.0, 0.38, "LayerNorm", left_out=True)
     _arrow(ax, (cx, 5.03), (cx, 4.9), lw=1.2)
@@ -119,12 +120,12 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         4.25,
         sw,
         0.63,
-        "multi-head causal self-attention",
+        _("multi-head causal self-attention"),
         fill=CHAPTER_FILL,
         size=LABEL_SIZE,
     )
     attention.set_linewidth(3.0 if "attention" in lit else 2.2)
-    _label(ax, cx, 4.39, "this chapter's layer", size=TICK_SIZE, style="italic", zorder=4)
+    _label(ax, cx, 4.39, _("this chapter's layer"), size=TICK_SIZE, style="italic", zorder=4)
     _arrow(ax, (cx, 4.23), (cx, 4.0), lw=1.2)
     plus("residual 1", cx, 3.82)
     # the residual path: from above the LayerNorm, round the right side, into the +
@@ -155,14 +156,14 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     )
     _arrow(ax, (cx, 2.43), (cx, 2.37), lw=1.0)
     _arrow(ax, (cx, 2.03), (cx, 1.86), lw=1.2)
-    _label(ax, cx, 1.72, "⋮  more blocks", size=TICK_SIZE)
+    _label(ax, cx, 1.72, _("⋮  more blocks"), size=TICK_SIZE)
     _arrow(ax, (cx, 1.6), (cx, 1.5), lw=1.2)
-    part("ln_f", sx + 0.5, 1.12, sw - 1.0, 0.36, "LayerNorm (final)", left_out=True)
+    part("ln_f", sx + 0.5, 1.12, sw - 1.0, 0.36, _("LayerNorm (final)"), left_out=True)
     _arrow(ax, (cx, 1.1), (cx, 0.95), lw=1.2)
-    part("linear", sx, 0.55, sw, 0.38, "linear: d_model → vocab (LM head)")
+    part("linear", sx, 0.55, sw, 0.38, _("linear: d_model → vocab (LM head)"))
     _badge(ax, tag_x, 0.74, 8, highlight)
     _arrow(ax, (cx, 0.53), (cx, 0.4), lw=1.2)
-    part("softmax", sx, 0.02, sw, 0.36, "softmax → next-token probabilities")
+    part("softmax", sx, 0.02, sw, 0.36, _("softmax → next-token probabilities"))
     _badge(ax, tag_x, 0.2, 8, highlight)
     # the badges of the attention sublayer: 01-07, each on its step in the zoom on the right
 
@@ -185,13 +186,13 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         ax,
         ix - 0.7 + (iw + 0.85) / 2,
         top + 0.3,
-        "inside the attention layer, step by step",
+        _("inside the attention layer, step by step"),
         size=LABEL_SIZE,
         weight="bold",
     )
     for k, (n, text) in enumerate(STEPS):
         y = top - (k + 1) * row + 0.08
-        part(f"step {n}", ix, y, iw, row - 0.16, text, fill=CHAPTER_FILL)
+        part(f"step {n}", ix, y, iw, row - 0.16, _(text), fill=CHAPTER_FILL)
         _badge(ax, ix - 0.58, y + (row - 0.16) / 2, n, highlight)
         if k:
             _arrow(ax, (ix + iw / 2, y + row - 0.08), (ix + iw / 2, y + row - 0.16), lw=1.0)
@@ -213,9 +214,11 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         ax,
         ix - 0.7,
         ky,
-        "08  trains the tiny model (TinyLM): embeddings, one attention layer,\n"
-        "      linear, softmax -- no layer norm, no MLP, no residual\n"
-        "09  real text (CharLM): adds layer norm, the MLP and the residuals",
+        _(
+            "08  trains the tiny model (TinyLM): embeddings, one attention layer,\n"
+            "      linear, softmax -- no layer norm, no MLP, no residual\n"
+            "09  real text (CharLM): adds layer norm, the MLP and the residuals"
+        ),
         fontsize=TICK_SIZE,
         va="top",
         ha="left",
@@ -238,7 +241,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         ax,
         ix - 0.28,
         0.56,
-        "dashed: left out of the tiny model (01-08), added in 09",
+        _("dashed: left out of the tiny model (01-08), added in 09"),
         size=TICK_SIZE,
         ha="left",
     )
@@ -253,10 +256,13 @@ def roadmap(highlight: int | None = None) -> LabFigure:
             gid="key chapter",
         )
     )
-    _label(ax, ix - 0.28, 0.23, "blue: the layer this chapter builds", size=TICK_SIZE, ha="left")
-    title = "Where the chapter's notebooks sit in a GPT-style model"
-    if highlight is not None:
-        title += f" -- you are here: {highlight:02d} {NOTEBOOKS[highlight]}"
+    _label(ax, ix - 0.28, 0.23, _("blue: the layer this chapter builds"), size=TICK_SIZE, ha="left")
+    if highlight is None:
+        title = _("Where the chapter's notebooks sit in a GPT-style model")
+    else:
+        title = _(
+            "Where the chapter's notebooks sit in a GPT-style model -- you are here: {n:02d} {name}"
+        ).format(n=highlight, name=_(NOTEBOOKS[highlight]))
     heading = _suptitle(fig, title, 0.1)
     if highlight is not None:
         heading.set_color(HIGHLIGHT)

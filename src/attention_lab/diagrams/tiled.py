@@ -10,6 +10,7 @@ from matplotlib.patches import Rectangle
 
 from ..arrays import to_numpy
 from ..canvas import LabFigure
+from ..i18n import _
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, head_color
 from ._draw import NEUTRAL, _box, _canvas, _label, _size, _suptitle, _weights
 
@@ -128,16 +129,16 @@ def tiled_softmax(
 
     cell = 0.62 if T <= 12 else 0.56  # inches per key in the score rows: "0.054" at 10 pt
     name_w = 1.35
-    cols = (  # (header, width in inches)
-        ("step", 0.55),
-        ("keys", 0.75),
-        ("tile max", 0.8),
-        ("m\nold → new", 1.2),
+    cols = (  # (header, width in inches): a name, then its formula on a second line
+        (_("step"), 0.55),
+        (_("keys"), 0.75),
+        (_("tile max"), 0.8),
+        ("m\n" + _("old → new"), 1.2),
         ("rescale\nexp(m_old − m)", 1.45),
         ("l\nl·rescale + Σ exp(s − m)", 2.3),
         ("acc\nacc·rescale + Σ exp(s − m)·v", 2.65),
     )
-    table_w = sum(w for _, w in cols)
+    table_w = sum(w for _header, w in cols)
     width = max(name_w + T * cell, table_w) + 0.5
     row_h, head_h = 0.36, 0.55
     height = 0.6 + 2 * 0.45 + 0.35 + head_h + n * row_h + 0.25 + 0.45 + 0.9
@@ -174,13 +175,13 @@ def tiled_softmax(
             ax,
             x0 + (first + last + 1) / 2 * cell,
             y + 0.02,
-            f"tile {k}: keys {first}-{last}",
+            _("tile {k}: keys {first}-{last}").format(k=k, first=first, last=last),
             size=TICK_SIZE,
             va="bottom",
             weight="bold" if k == current else "normal",
         )
-    row_of_cells(y, "scores s", s, "score", fill)
-    row_of_cells(y - 0.45, "values v", v, "value", fill)
+    row_of_cells(y, _("scores s"), s, "score", fill)
+    row_of_cells(y - 0.45, _("values v"), v, "value", fill)
     for k in range(n):  # a thick outline around each tile of both rows
         first, last = k * tile, min(T, (k + 1) * tile)
         ax.add_artist(
@@ -202,7 +203,7 @@ def tiled_softmax(
     x = tx
     for header, w in cols:
         _box(ax, x, y - head_h, w, head_h, NEUTRAL, lw=0.8, gid="header")
-        name, _, formula = header.partition("\n")
+        name, _newline, formula = header.partition("\n")
         _label(
             ax, x + w / 2, y - (0.2 if formula else head_h / 2), name, size=TICK_SIZE, weight="bold"
         )
@@ -226,7 +227,7 @@ def tiled_softmax(
         else:
             cells = (str(k),) + ("",) * 6
         x = tx
-        for (_, w), text, gid in zip(
+        for (_header, w), text, gid in zip(
             cols, cells, ("step", "keys", "tile max", "m", "rescale", "l", "acc")
         ):
             _box(ax, x, y - row_h, w, row_h, colour, lw=0.6, gid=f"state {gid}", label=f"step {k}")
@@ -260,9 +261,19 @@ def tiled_softmax(
             ax,
             width / 2,
             y - 0.05,
-            f"step {step}: l = {_num(old['l'])} · {_num(st['rescale'])} + {_num(float(p.sum()))}"
-            f" = {_num(st['l'])},   acc = {_num(old['acc'])} · {_num(st['rescale'])} + "
-            f"{_num(pv)} = {_num(st['acc'])}",
+            _(
+                "step {step}: l = {l_old} · {rescale} + {p_sum} = {l},   "
+                "acc = {acc_old} · {rescale} + {pv} = {acc}"
+            ).format(
+                step=step,
+                l_old=_num(old["l"]),
+                rescale=_num(st["rescale"]),
+                p_sum=_num(float(p.sum())),
+                l=_num(st["l"]),
+                acc_old=_num(old["acc"]),
+                pv=_num(pv),
+                acc=_num(st["acc"]),
+            ),
             size=TICK_SIZE,
             va="top",
             gid="worked step",
@@ -271,8 +282,10 @@ def tiled_softmax(
             ax,
             width / 2,
             y - 0.45,
-            f"then tile {step}'s scores are dropped; after the last tile: out = acc / l, "
-            "weights = exp(s − m) / l",
+            _(
+                "then tile {step}'s scores are dropped; after the last tile: out = acc / l, "
+                "weights = exp(s − m) / l"
+            ).format(step=step),
             size=TICK_SIZE,
             va="top",
             style="italic",
@@ -280,11 +293,18 @@ def tiled_softmax(
     fig.text(
         0.5,
         0.12 / height,
-        f"kept per query row between tiles: only m, l and acc -- never the row of {T} scores",
+        _(
+            "kept per query row between tiles: only m, l and acc -- never the row of {T} scores"
+        ).format(T=T),
         ha="center",
         fontsize=TICK_SIZE,
         color=TEXT_COLOR,
     )
-    which = "every step" if step is None else f"after step {step} of {n}"
-    _suptitle(fig, f"The online softmax with numbers: T = {T} keys, tile = {tile}, {which}", 0.12)
+    if step is None:
+        title = _("The online softmax with numbers: T = {T} keys, tile = {tile}, every step")
+    else:
+        title = _(
+            "The online softmax with numbers: T = {T} keys, tile = {tile}, after step {step} of {n}"
+        )
+    _suptitle(fig, title.format(T=T, tile=tile, step=step, n=n), 0.12)
     return fig

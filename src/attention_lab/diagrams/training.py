@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..canvas import LabFigure
+from ..i18n import _
 from ..palette import LABEL_SIZE, TICK_SIZE, TITLE_SIZE, head_color, text_color_on
 from ._draw import (
     NEUTRAL,
@@ -37,13 +38,14 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
         _label(ax, x + bw / 2, y + bh * 0.68, name, size=LABEL_SIZE, weight="bold", color=c)
         _label(ax, x + bw / 2, y + bh * 0.27, shape, size=TICK_SIZE, color=c)
 
-    node(0.0, 1.6, "token ids", f"(B, T) = (B, {T})", gid="ids")
+    table = _("({rows}, {cols}) table")
+    node(0.0, 1.6, _("token ids"), f"(B, T) = (B, {T})", gid="ids")
     ex = 3.9
-    node(ex, 3.3, "token embedding", f"({vocab_size}, {D}) table", gid="tok_emb")
-    node(ex, -0.1, "position embedding", f"({T}, {D}) table", gid="pos_emb")
+    node(ex, 3.3, _("token embedding"), table.format(rows=vocab_size, cols=D), gid="tok_emb")
+    node(ex, -0.1, _("position embedding"), table.format(rows=T, cols=D), gid="pos_emb")
     _arrow(ax, (bw + 0.05, 2.4), (ex - 0.05, 3.8))
     _arrow(ax, (bw + 0.05, 1.95), (ex - 0.05, 0.45))
-    _label(ax, 1.5, 0.8, "positions 0..T-1", size=TICK_SIZE)
+    _label(ax, 1.5, 0.8, _("positions 0..T-1"), size=TICK_SIZE)
     px = ex + bw + 0.9
     plus = _circle(px, 2.17, 0.33)
     plus.set_gid("sum")
@@ -55,8 +57,9 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
     _arrow(ax, (px + 0.35, 2.17), (atx - 0.05, 2.17))
     _label(ax, (px + 0.35 + atx) / 2, 1.95, f"(B, T, {D})", size=TICK_SIZE - 1, va="top")
     _box(ax, atx, 1.0, aw, 2.4, NEUTRAL, gid="attention")
-    _label(ax, atx + aw / 2, 3.05, "multi-head attention", size=LABEL_SIZE, weight="bold")
-    _label(ax, atx + aw / 2, 2.5, f"{H} causal heads\nd_head = {d_head}", size=TICK_SIZE)
+    _label(ax, atx + aw / 2, 3.05, _("multi-head attention"), size=LABEL_SIZE, weight="bold")
+    heads = _("{H} causal heads\nd_head = {d_head}").format(H=H, d_head=d_head)
+    _label(ax, atx + aw / 2, 2.5, heads, size=TICK_SIZE)
     for h in range(H):
         _box(
             ax,
@@ -70,7 +73,7 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
         )
     lx = atx + aw + 0.8
     _arrow(ax, (atx + aw + 0.05, 2.17), (lx - 0.05, 2.17))
-    node(lx, 1.6, "LM head", f"Linear({D}, {vocab_size})", gid="lm_head")
+    node(lx, 1.6, _("LM head"), f"Linear({D}, {vocab_size})", gid="lm_head")
     ox = lx + bw + 0.8
     _arrow(ax, (lx + bw + 0.05, 2.17), (ox - 0.05, 2.17))
     node(ox, 1.6, "logits", f"(B, T, {vocab_size})", head_color(4), gid="logits")
@@ -79,12 +82,11 @@ def training_setup(vocab_size: int, T: int, D: int, H: int) -> LabFigure:
         ax,
         ox + bw / 2,
         0.6,
-        "cross-entropy with the\nnext token ids (B, T)",
+        _("cross-entropy with the\nnext token ids (B, T)"),
         size=TICK_SIZE,
         va="top",
     )
     ax.set_xlim(-0.1, ox + bw + 0.1)
-    _title(
-        fig, ax, f"The model we train: vocab = {vocab_size}, T = {T}, D = {D}, n_heads = {H}", True
-    )
+    title = _("The model we train: vocab = {vocab}, T = {T}, D = {D}, n_heads = {H}")
+    _title(fig, ax, title.format(vocab=vocab_size, T=T, D=D, H=H), True)
     return fig
