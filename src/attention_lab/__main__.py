@@ -10,24 +10,27 @@ import argparse
 import sys
 
 from . import __version__
+from .i18n import _
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attention-lab",
-        description="Attention Lab from the command line: train the copy task, or measure "
-        "every attention implementation's speed and memory.",
+        description=_(
+            "Attention Lab from the command line: train the copy task, or measure "
+            "every attention implementation's speed and memory."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"attention-lab {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser(
         "demo",
-        help="train TinyLM on a toy task and save its attention heatmaps (make demo)",
+        help=_("train TinyLM on a toy task and save its attention heatmaps (make demo)"),
         add_help=False,
     )
     sub.add_parser(
         "bench",
-        help="time and measure every implementation, after checking each one (make bench)",
+        help=_("time and measure every implementation, after checking each one (make bench)"),
         add_help=False,
     )
     return parser

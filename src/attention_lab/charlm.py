@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from ._checks import check_dropout, check_heads, check_positive
 from .device import cpu_threads
 from .fused import MultiHeadSelfAttention
+from .i18n import _
 from .masks import causal_mask
 from .text import get_batch, word_starts
 
@@ -146,7 +147,7 @@ class CharLM(nn.Module):
             raise ValueError(f"temperature={temperature!r} must be > 0; 1.0 samples as trained")
         was_training = self.training
         self.eval()
-        for _ in range(n):
+        for _step in range(n):
             logits = self(idx[:, -self.context_length :])[:, -1]  # (B, vocab)
             probs = F.softmax(logits / temperature, dim=-1)  # (B, vocab)
             next_id = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
@@ -214,7 +215,7 @@ def train_charlm(
         optimiser = torch.optim.AdamW(model.parameters(), lr=lr)
         model.train()
         start = time.perf_counter()
-        for _ in tqdm(range(steps), desc="training", disable=not progress):
+        for _step in tqdm(range(steps), desc=_("training"), disable=not progress):
             x, y = get_batch(train_ids, batch_size, model.context_length, g)  # (B, T), (B, T)
             logits = model(x)  # (B, T, vocab)
             loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())  # (): mean over B * T

@@ -35,6 +35,7 @@ from __future__ import annotations
 import torch
 
 from ._checks import check_positive
+from .i18n import N_, _
 
 TASKS = ("copy", "previous", "repeat", "lookup", "trigram")
 IGNORE_INDEX = -100  # targets with this value are left out of the loss and the accuracy
@@ -65,6 +66,23 @@ TASK_SETTINGS = {
     "lookup": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
     "trigram": {"vocab_size": 68, "context_length": 12, "epochs": 3, "n_rows": 2048},
 }
+
+
+# What a task is called where it is shown (progress bars, the demo): "copy task" in English.
+TASK_NAMES = {
+    "copy": N_("copy task"),
+    "previous": N_("previous task"),
+    "repeat": N_("repeat task"),
+    "lookup": N_("lookup task"),
+    "trigram": N_("trigram task"),
+}
+
+
+def task_name(task: str) -> str:
+    """``task`` as a reader reads it, in the reader's language: "copy task", 复制任务."""
+    if task in TASK_NAMES:
+        return _(TASK_NAMES[task])
+    return _("{task} task").format(task=task)
 
 
 def check_task(task: str, vocab_size: int | None = None) -> str:

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from ._checks import check_positive
 from .config import FIELDS, TinyLMConfig
 from .device import cpu_threads
-from .tasks import IGNORE_INDEX, TASK_SETTINGS, check_task, make_batch, rows_in
+from .tasks import IGNORE_INDEX, TASK_SETTINGS, check_task, make_batch, rows_in, task_name
 from .tiny_lm import TinyLM
 
 EVAL_ROWS, EVAL_SEED = 512, 1234  # the evaluation batch every training run reports on
@@ -142,7 +142,7 @@ def _train(model, task, epochs, n_rows, batch_size, lr, seed, progress) -> Train
     )
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     steps_per_epoch = math.ceil(n_rows / batch_size)
-    bar = tqdm(total=epochs * steps_per_epoch, desc=f"{task} task", disable=not progress)
+    bar = tqdm(total=epochs * steps_per_epoch, desc=task_name(task), disable=not progress)
     model.train()
     start = time.perf_counter()
     for _ in range(epochs):
