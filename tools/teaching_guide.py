@@ -157,7 +157,7 @@ def _rule_zh(unmapped: list[str]) -> str:
     rule = (
         f"规则：讲授 = 每张幻灯片或子幻灯片 {MIN_PER_SLIDE} 分钟 + 每个片段 {MIN_PER_FRAGMENT} "
         f"分钟 + 每个演讲者备注单元格 {MIN_PER_NOTES_CELL} 分钟；动手 = 运行笔记本 "
-        f"{MIN_HANDS_ON_BASE} 分钟 + exercises.ipynb 或笔记本中每道练习 {MIN_PER_EXERCISE} "
+        f"{MIN_HANDS_ON_BASE} 分钟 + `exercises.ipynb` 或笔记本中每道练习 {MIN_PER_EXERCISE} "
         "分钟。向上取整。没有 slideshow 元数据的笔记本，每个带标题的 markdown 单元格算一张"
         "幻灯片。这些是由幻灯片元数据得出的估计，不是真实课堂的计时。"
     )
