@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..i18n import _
 from ..masks import causal_mask
 from ._summary import (  # noqa: F401 - re-exported: the lessons and tests import them from here
     _MARKS,
@@ -30,6 +31,7 @@ from ._summary import (  # noqa: F401 - re-exported: the lessons and tests impor
     Verdict,
     _lesson_key,
     reset,
+    status_text,
     summary,
 )
 
@@ -73,11 +75,16 @@ def _short(error: BaseException) -> str:
 
 
 def _name(fn: Any) -> str:
-    return getattr(fn, "__name__", "your function")
+    name = getattr(fn, "__name__", None)
+    return _("your function") if name is None else name
 
 
 def checker(lesson: str, error_hint: str):
     """Turn ``grade(fn, ...) -> pass message`` into the checker of one exercise of ``lesson``.
+
+    ``error_hint`` is English marked with ``N_`` (the decorator runs at import time); it is
+    translated when a verdict shows it. The grade function builds its messages with ``_`` as
+    it runs, so they come out in the language of the moment.
 
     The checker prints a Verdict, records it in ``RESULTS[(lesson, name)]`` (``name`` is the
     grade function's name without ``check_``) and returns it; it never raises. Pass
@@ -114,8 +121,10 @@ def _grade(grade, error_hint: str, fn, *args, **kwargs) -> Verdict:
     if not callable(fn):
         return Verdict(
             FAILED,
-            f"the checker needs your function itself, but got a {type(fn).__name__}",
-            "pass the function's name without calling it, e.g. check_x(my_function)",
+            _("the checker needs your function itself, but got a {type}").format(
+                type=type(fn).__name__
+            ),
+            _("pass the function's name without calling it, e.g. check_x(my_function)"),
         )
     try:
         with torch.random.fork_rng(devices=[]):
@@ -123,38 +132,51 @@ def _grade(grade, error_hint: str, fn, *args, **kwargs) -> Verdict:
             return Verdict(PASSED, grade(fn, *args, **kwargs))
     except _NotAttempted:
         return Verdict(
-            NOT_ATTEMPTED, f"`{name}` still raises NotImplementedError; replace it with your code"
+            NOT_ATTEMPTED,
+            _("`{name}` still raises NotImplementedError; replace it with your code").format(
+                name=name
+            ),
         )
     except _Wrong as wrong:
         return Verdict(FAILED, wrong.message, wrong.hint)
     except _LearnerError as raised:
         error = raised.error
         return Verdict(
-            FAILED, f"`{name}` raised {type(error).__name__}: {_short(error)}", error_hint
+            FAILED,
+            _("`{name}` raised {error}: {detail}").format(
+                name=name, error=type(error).__name__, detail=_short(error)
+            ),
+            _(error_hint),
         )
     except Exception as error:  # noqa: BLE001 - a checker never raises
         return Verdict(
             FAILED,
-            f"your answer could not be checked ({type(error).__name__}: {_short(error)})",
-            error_hint,
+            _("your answer could not be checked ({error}: {detail})").format(
+                error=type(error).__name__, detail=_short(error)
+            ),
+            _(error_hint),
         )
 
 
 def _tensor(value: Any, what: str, shape: tuple[int, ...] | None = None) -> torch.Tensor:
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.Tensor):
         raise _Wrong(
-            f"{what} should be one tensor, but your function returned a pair",
-            "return only the tensor the exercise asks for",
+            _("{what} should be one tensor, but your function returned a pair").format(what=what),
+            _("return only the tensor the exercise asks for"),
         )
     if not isinstance(value, torch.Tensor):
         raise _Wrong(
-            f"{what} should be a torch.Tensor, but your function returned a {type(value).__name__}",
-            "did you forget the `return` line?" if value is None else "return a tensor",
+            _("{what} should be a torch.Tensor, but your function returned a {type}").format(
+                what=what, type=type(value).__name__
+            ),
+            _("did you forget the `return` line?") if value is None else _("return a tensor"),
         )
     if shape is not None and tuple(value.shape) != tuple(shape):
         raise _Wrong(
-            f"{what}: the shape is {tuple(value.shape)}, expected {tuple(shape)}",
-            "print the shape after each line to see where it changes",
+            _("{what}: the shape is {shape}, expected {expected}").format(
+                what=what, shape=tuple(value.shape), expected=tuple(shape)
+            ),
+            _("print the shape after each line to see where it changes"),
         )
     return value
 
@@ -183,38 +205,52 @@ def _diagnose_causal_weights(got: torch.Tensor, scores: torch.Tensor, what: str)
     past_mass = w.masked_select(past.expand_as(w)).abs().max().item() if T > 1 else 0.0
     if future_mass > 1e-6 and past_mass < 1e-6:
         raise _Wrong(
-            f"{what}: your mask blocks the past and lets the future through",
-            "True means blocked, and the future is above the diagonal: "
-            "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)",
+            _("{what}: your mask blocks the past and lets the future through").format(what=what),
+            _(
+                "True means blocked, and the future is above the diagonal: "
+                "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)"
+            ),
         )
     if torch.isnan(got).any():
         raise _Wrong(
-            f"{what} have NaN in some rows: every key of those rows was blocked",
-            "block only the future, j > i, with torch.triu(..., diagonal=1); the diagonal "
-            "(a position looking at itself) must stay open",
+            _("{what} have NaN in some rows: every key of those rows was blocked").format(
+                what=what
+            ),
+            _(
+                "block only the future, j > i, with torch.triu(..., diagonal=1); the diagonal "
+                "(a position looking at itself) must stay open"
+            ),
         )
     if _close(w, torch.softmax(scores.masked_fill(future, 0.0), dim=-1)):
         raise _Wrong(
-            f"{what} give the future a weight of up to {future_mass:.2f}: the future scores "
-            "were set to 0, not to -inf",
-            "exp(0) = 1, so a zero score still gets weight; use "
-            "scores.masked_fill(mask, float('-inf'))",
+            _(
+                "{what} give the future a weight of up to {mass:.2f}: the future scores "
+                "were set to 0, not to -inf"
+            ).format(what=what, mass=future_mass),
+            _(
+                "exp(0) = 1, so a zero score still gets weight; use "
+                "scores.masked_fill(mask, float('-inf'))"
+            ),
         )
     if _close(w, torch.softmax(scores, dim=-1)):
         raise _Wrong(
-            f"{what} are a plain softmax: nothing was masked",
-            "apply the causal mask before the softmax",
+            _("{what} are a plain softmax: nothing was masked").format(what=what),
+            _("apply the causal mask before the softmax"),
         )
     if future_mass > 1e-6:
         raise _Wrong(
-            f"{what} give the future a weight of up to {future_mass:.2f}; it must be exactly 0",
-            "every weight above the diagonal (key j > query i) must be 0",
+            _("{what} give the future a weight of up to {mass:.2f}; it must be exactly 0").format(
+                what=what, mass=future_mass
+            ),
+            _("every weight above the diagonal (key j > query i) must be 0"),
         )
     _require_rows_sum_to_one(
         w,
         what,
-        "each row is a weighted average over keys: softmax over dim=-1, or divide each "
-        "row by its sum (keepdim=True)",
+        _(
+            "each row is a weighted average over keys: softmax over dim=-1, or divide each "
+            "row by its sum (keepdim=True)"
+        ),
     )
 
 
@@ -223,8 +259,9 @@ def _require_rows_sum_to_one(w: torch.Tensor, what: str, hint: str) -> None:
     sums = w.detach().double().sum(dim=-1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
         raise _Wrong(
-            f"{what}: the rows sum to values between {sums.min().item():.3g} and "
-            f"{sums.max().item():.3g}, not to 1",
+            _("{what}: the rows sum to values between {low:.3g} and {high:.3g}, not to 1").format(
+                what=what, low=sums.min().item(), high=sums.max().item()
+            ),
             hint,
         )
 

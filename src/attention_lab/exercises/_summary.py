@@ -8,10 +8,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..i18n import _, pgettext
+
 LESSONS = ("01", "02", "03", "04", "05", "06", "07", "08")
 
+# the statuses are keys (compared, recorded in RESULTS and Summary.rows): English always;
+# status_text gives the word the learner reads
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "not yet", "not attempted yet"
 _MARKS = {PASSED: "✅", FAILED: "❌", NOT_ATTEMPTED: "⏳"}
+
+
+def status_text(status: str) -> str:
+    """The status word the learner reads, in the current language."""
+    if status == PASSED:
+        return pgettext("checker status", "passed")
+    if status == FAILED:
+        return pgettext("checker status", "not yet")
+    if status == NOT_ATTEMPTED:
+        return pgettext("checker status", "not attempted yet")
+    return status
 
 
 @dataclass
@@ -26,8 +41,14 @@ class Verdict:
         return self.status == PASSED
 
     def __str__(self) -> str:
-        text = f"{_MARKS[self.status]} {self.status}: {self.message}"
-        return f"{text}\n   hint: {self.hint}" if self.hint else text
+        text = _("{mark} {status}: {message}").format(
+            mark=_MARKS[self.status], status=status_text(self.status), message=self.message
+        )
+        return (
+            _("{verdict}\n   hint: {hint}").format(verdict=text, hint=self.hint)
+            if self.hint
+            else text
+        )
 
     def _ipython_display_(self) -> None:
         """Show nothing when a cell ends with a check: the checker has printed already."""
@@ -50,7 +71,7 @@ class Summary:
 
     @property
     def passed(self) -> int:
-        return sum(status == PASSED for _, _, status in self.rows)
+        return sum(status == PASSED for _les, _name, status in self.rows)
 
     def __bool__(self) -> bool:
         return bool(self.rows) and self.passed == len(self.rows)
@@ -59,12 +80,19 @@ class Summary:
         if not self.rows:
             return self.note
         lines = []
-        for lesson in dict.fromkeys(lesson for lesson, _, _ in self.rows):
+        for lesson in dict.fromkeys(lesson for lesson, _name, _status in self.rows):
             rows = [(name, status) for les, name, status in self.rows if les == lesson]
-            done = sum(status == PASSED for _, status in rows)
-            lines.append(f"lesson {lesson}: {done} of {len(rows)} exercises pass")
-            width = max(len(name) for name, _ in rows)
-            lines += [f"  {_MARKS[status]} {name:<{width}}  {status}" for name, status in rows]
+            done = sum(status == PASSED for _name, status in rows)
+            lines.append(
+                _("lesson {lesson}: {passed} of {total} exercises pass").format(
+                    lesson=lesson, passed=done, total=len(rows)
+                )
+            )
+            width = max(len(name) for name, _status in rows)
+            lines += [
+                f"  {_MARKS[status]} {name:<{width}}  {status_text(status)}"
+                for name, status in rows
+            ]
         return "\n".join(lines + ([self.note] if self.note else []))
 
     def _ipython_display_(self) -> None:
@@ -87,7 +115,10 @@ def summary(lesson: str | int | None = None, show: bool = True) -> Summary:
     else:
         key = _lesson_key(lesson)
         if key is None:
-            result = Summary(note=f"no lesson {lesson!r}: use one of {', '.join(LESSONS)}")
+            note = _("no lesson {lesson!r}: use one of {lessons}").format(
+                lesson=lesson, lessons=", ".join(LESSONS)
+            )
+            result = Summary(note=note)
             if show:
                 print(f"{result}\n", end="", flush=True)
             return result
@@ -97,7 +128,10 @@ def summary(lesson: str | int | None = None, show: bool = True) -> Summary:
         for name in EXERCISES.get(les, []):
             verdict = RESULTS.get((les, name))
             rows.append((les, name, NOT_ATTEMPTED if verdict is None else verdict.status))
-    result = Summary(rows, "" if rows else f"lesson {lessons[0]} has no checked exercises yet")
+    note = (
+        "" if rows else _("lesson {lesson} has no checked exercises yet").format(lesson=lessons[0])
+    )
+    result = Summary(rows, note)
     if show:
         print(f"{result}\n", end="", flush=True)
     return result

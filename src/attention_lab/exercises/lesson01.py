@@ -8,6 +8,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
+from ..i18n import N_, _
 from ._core import _call, _close, _require_rows_sum_to_one, _tensor, _Wrong, checker
 
 # --- exercise 1.1: a softmax by hand that does not overflow ----------------------------------
@@ -38,65 +39,77 @@ def _watch_softmax():
             del torch.Tensor.softmax
 
 
-@checker("01", "take scores of shape (..., n) and return weights of the same shape")
+@checker("01", N_("take scores of shape (..., n) and return weights of the same shape"))
 def check_stable_softmax(fn) -> str:
     """``fn(scores) -> weights``: softmax over the last axis, written with torch.exp; it must
     survive scores of 1000 and rows whose scores differ wildly, and give -inf a weight of 0."""
     inf = float("inf")
+    # the case names are keys (compared below); _(what) is the name the learner reads
     cases = [
-        ("ordinary scores", torch.randn(4, 6) * 2),
-        ("a batch of score matrices", torch.randn(2, 3, 5)),
-        ("scores with -inf (blocked keys)", torch.tensor([[1.0, -inf, 2.0], [0.5, 0.5, -inf]])),
-        ("large scores", torch.tensor([[1000.0, 999.0, 998.0], [1001.0, 1000.0, 990.0]])),
-        ("rows of very different size", torch.tensor([[1000.0, 990.0], [1.0, 2.0]])),
+        (N_("ordinary scores"), torch.randn(4, 6) * 2),
+        (N_("a batch of score matrices"), torch.randn(2, 3, 5)),
+        (
+            N_("scores with -inf (blocked keys)"),
+            torch.tensor([[1.0, -inf, 2.0], [0.5, 0.5, -inf]]),
+        ),
+        (N_("large scores"), torch.tensor([[1000.0, 999.0, 998.0], [1001.0, 1000.0, 990.0]])),
+        (N_("rows of very different size"), torch.tensor([[1000.0, 990.0], [1.0, 2.0]])),
     ]
     for what, scores in cases:
+        shown = _(what)
         with _watch_softmax() as calls:
             got = _call(fn, scores.clone())
         if calls:
             raise _Wrong(
-                "your function calls torch's own softmax; this exercise writes it by hand",
-                "use torch.exp and a sum over the last axis: e / e.sum(dim=-1, keepdim=True)",
+                _("your function calls torch's own softmax; this exercise writes it by hand"),
+                _("use torch.exp and a sum over the last axis: e / e.sum(dim=-1, keepdim=True)"),
             )
-        got = _tensor(got, f"the weights for {what}", tuple(scores.shape))
+        got = _tensor(got, _("the weights for {what}").format(what=shown), tuple(scores.shape))
         want = torch.softmax(scores.double(), dim=-1)  # (..., n)
         if _close(got, want):
             continue
         if torch.isnan(got).any():
             if what == "rows of very different size":
                 raise _Wrong(
-                    "a row far below the largest score of the whole tensor comes out as NaN: "
-                    "you subtracted one maximum for every row",
-                    "subtract each row's own maximum: scores.max(dim=-1, keepdim=True).values",
+                    _(
+                        "a row far below the largest score of the whole tensor comes out as NaN: "
+                        "you subtracted one maximum for every row"
+                    ),
+                    _("subtract each row's own maximum: scores.max(dim=-1, keepdim=True).values"),
                 )
             if what == "large scores":
                 raise _Wrong(
-                    f"for {what} the weights are NaN: exp(1000) overflows to inf, and inf / inf "
-                    "is NaN",
-                    "subtract the row's maximum first; softmax(s - c) = softmax(s) for any c",
+                    _(
+                        "for {what} the weights are NaN: exp(1000) overflows to inf, and "
+                        "inf / inf is NaN"
+                    ).format(what=shown),
+                    _("subtract the row's maximum first; softmax(s - c) = softmax(s) for any c"),
                 )
             raise _Wrong(
-                f"for {what} some weights are NaN",
-                "a blocked score of -inf must give exp(-inf) = 0; subtract each row's maximum "
-                "(keepdim=True), which is always finite here",
+                _("for {what} some weights are NaN").format(what=shown),
+                _(
+                    "a blocked score of -inf must give exp(-inf) = 0; subtract each row's "
+                    "maximum (keepdim=True), which is always finite here"
+                ),
             )
         other = torch.softmax(scores.double(), dim=0) if scores.dim() == 2 else None
         if other is not None and _close(got, other):
             raise _Wrong(
-                f"for {what} each column sums to 1, not each row",
-                "sum over the last axis: e.sum(dim=-1, keepdim=True)",
+                _("for {what} each column sums to 1, not each row").format(what=shown),
+                _("sum over the last axis: e.sum(dim=-1, keepdim=True)"),
             )
         _require_rows_sum_to_one(
             got,
-            f"for {what}",
-            "divide each exp by the sum of its row: e / e.sum(dim=-1, keepdim=True)",
+            _("for {what}").format(what=shown),
+            _("divide each exp by the sum of its row: e / e.sum(dim=-1, keepdim=True)"),
         )
         raise _Wrong(
-            f"for {what} your weights differ from the softmax by up to "
-            f"{(got.double() - want).abs().max().item():.3g}",
-            "weights = exp(s - max) / sum of exp(s - max), row by row",
+            _("for {what} your weights differ from the softmax by up to {gap:.3g}").format(
+                what=shown, gap=(got.double() - want).abs().max().item()
+            ),
+            _("weights = exp(s - max) / sum of exp(s - max), row by row"),
         )
-    return "equal to torch.softmax, also for scores of 1000 and for -inf"
+    return _("equal to torch.softmax, also for scores of 1000 and for -inf")
 
 
 # --- exercise 1.2: a running average that forgets --------------------------------------------
@@ -112,46 +125,53 @@ def _reference_decay(T: int, r: float) -> torch.Tensor:
     return want
 
 
-@checker("01", "return a (T, T) float tensor of weights")
+@checker("01", N_("return a (T, T) float tensor of weights"))
 def check_decay_weights(fn) -> str:
     """``fn(T, r) -> (T, T)``: row i gives key j <= i a weight proportional to r**(i - j) and
     the future 0; each row sums to 1. r = 1 is the equal running mean of Version 2."""
     for T, r in ((6, 0.5), (5, 1.0), (8, 0.9), (1, 0.3)):
-        got = _tensor(_call(fn, T, r), f"the weights for T={T}, r={r}", (T, T))
+        got = _tensor(_call(fn, T, r), _("the weights for T={T}, r={r}").format(T=T, r=r), (T, T))
         want = _reference_decay(T, r)  # (T, T)
         if _close(got, want):
             continue
-        where = f"with T={T}, r={r}"
+        where = _("with T={T}, r={r}").format(T=T, r=r)
         w = got.detach().double()
         future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
         if T > 1 and w[future].abs().max().item() > 1e-6:
             raise _Wrong(
-                f"{where}, a future key (j > i) gets weight up to {w[future].abs().max():.2f}",
-                "position i looks only at j <= i: give j > i the weight 0 (or the score -inf)",
+                _("{where}, a future key (j > i) gets weight up to {weight:.2f}").format(
+                    where=where, weight=w[future].abs().max()
+                ),
+                _("position i looks only at j <= i: give j > i the weight 0 (or the score -inf)"),
             )
         if _close(w, _reference_decay(T, 1 / r).tril()):
             raise _Wrong(
-                f"{where}, the oldest token gets the most weight: the distance is counted the "
-                "wrong way round",
-                "the weight of key j for query i is r ** (i - j): 1 for j = i, r one step back",
+                _(
+                    "{where}, the oldest token gets the most weight: the distance is counted the "
+                    "wrong way round"
+                ).format(where=where),
+                _("the weight of key j for query i is r ** (i - j): 1 for j = i, r one step back"),
             )
         unnormalised = torch.tensor(
             [[r ** (i - j) if j <= i else 0.0 for j in range(T)] for i in range(T)]
         )
         if _close(w, unnormalised):
             raise _Wrong(
-                f"{where}, the rows sum to more than 1 (row {T - 1} sums to "
-                f"{w[-1].sum().item():.2f}): the weights are not normalised",
-                "divide each row by its sum: w / w.sum(dim=-1, keepdim=True)",
+                _(
+                    "{where}, the rows sum to more than 1 (row {row} sums to {total:.2f}): "
+                    "the weights are not normalised"
+                ).format(where=where, row=T - 1, total=w[-1].sum().item()),
+                _("divide each row by its sum: w / w.sum(dim=-1, keepdim=True)"),
             )
-        _require_rows_sum_to_one(w, where, "a weighted average needs rows that sum to 1")
+        _require_rows_sum_to_one(w, where, _("a weighted average needs rows that sum to 1"))
         raise _Wrong(
-            f"{where}, the weights differ from r ** (i - j), normalised, by up to "
-            f"{(w - want).abs().max().item():.3f}",
-            "build the distance i - j with torch.arange, then r ** distance, then normalise",
+            _(
+                "{where}, the weights differ from r ** (i - j), normalised, by up to {gap:.3f}"
+            ).format(where=where, gap=(w - want).abs().max().item()),
+            _("build the distance i - j with torch.arange, then r ** distance, then normalise"),
         )
     newest = _reference_decay(6, 0.5)[5, 5].item()
-    return (
+    return _(
         "each step back counts r times less: at r = 0.5 the newest of 6 tokens holds "
-        f"{newest:.0%} of its row, and r = 1 gives the equal weights of Version 2"
-    )
+        "{share:.0%} of its row, and r = 1 gives the equal weights of Version 2"
+    ).format(share=newest)

@@ -10,12 +10,13 @@ import torch
 import torch.nn as nn
 
 from ..heads import SingleHeadAttention
+from ..i18n import N_, _
 from ._core import _call, _close, _tensor, _Wrong, checker
 
 # --- exercise 2.1: cross-attention -----------------------------------------------------------
 
 
-@checker("02", "queries from x_q, keys and values from x_kv: the two may differ in length")
+@checker("02", N_("queries from x_q, keys and values from x_kv: the two may differ in length"))
 def check_cross_attention(fn) -> str:
     """``fn(x_q, x_kv, W_q, W_k, W_v) -> (out, weights)``: x_q is (B, T_q, d_in), x_kv is
     (B, T_kv, d_in), each W_* an ``nn.Linear(d_in, d_head, bias=False)``; queries from x_q, keys
@@ -32,23 +33,28 @@ def check_cross_attention(fn) -> str:
             result = _call(fn, x_q.clone(), x_kv.clone(), *layers)
         if not (isinstance(result, tuple) and len(result) == 2):
             raise _Wrong(
-                f"your function returned a {type(result).__name__}, not (out, weights)",
-                "return out, weights",
+                _("your function returned a {type}, not (out, weights)").format(
+                    type=type(result).__name__
+                ),
+                _("return out, weights"),
             )
-        where = f"with T_q={T_q} queries and T_kv={T_kv} keys"
+        where = _("with T_q={T_q} queries and T_kv={T_kv} keys").format(T_q=T_q, T_kv=T_kv)
         got_w = result[1]
         if isinstance(got_w, torch.Tensor) and T_q != T_kv:
             if tuple(got_w.shape) == (B, T_kv, T_q):
                 raise _Wrong(
-                    f"{where}, the weights are (B, T_kv, T_q) = {tuple(got_w.shape)}: keys on "
-                    "the rows",
-                    "row i holds query i: scores = q @ k.transpose(-2, -1), (B, T_q, T_kv)",
+                    _("{where}, the weights are (B, T_kv, T_q) = {shape}: keys on the rows").format(
+                        where=where, shape=tuple(got_w.shape)
+                    ),
+                    _("row i holds query i: scores = q @ k.transpose(-2, -1), (B, T_q, T_kv)"),
                 )
             if tuple(got_w.shape) in ((B, T_q, T_q), (B, T_kv, T_kv)):
                 raise _Wrong(
-                    f"{where}, the weights are {tuple(got_w.shape)}: queries and keys come from "
-                    "the same sequence",
-                    "queries from x_q, keys (and values) from x_kv",
+                    _(
+                        "{where}, the weights are {shape}: queries and keys come from "
+                        "the same sequence"
+                    ).format(where=where, shape=tuple(got_w.shape)),
+                    _("queries from x_q, keys (and values) from x_kv"),
                 )
         weights = _tensor(got_w, "weights", (B, T_q, T_kv))
         out = _tensor(result[0], "out", (B, T_q, d_head))
@@ -56,18 +62,24 @@ def check_cross_attention(fn) -> str:
             continue
         if _close(weights, torch.softmax(scores, dim=-1)):
             raise _Wrong(
-                f"{where}, the scores are not scaled",
-                f"divide q @ k.transpose(-2, -1) by √d_head (here √{d_head}) before the softmax",
+                _("{where}, the scores are not scaled").format(where=where),
+                _(
+                    "divide q @ k.transpose(-2, -1) by √d_head (here √{d_head}) before the softmax"
+                ).format(d_head=d_head),
             )
         if _close(weights, torch.softmax(scores / math.sqrt(d_head), dim=-2)):
             raise _Wrong(
-                f"{where}, each column of the weights sums to 1, not each row",
-                "softmax over the keys, the last dimension: torch.softmax(scores, dim=-1)",
+                _("{where}, each column of the weights sums to 1, not each row").format(
+                    where=where
+                ),
+                _("softmax over the keys, the last dimension: torch.softmax(scores, dim=-1)"),
             )
         if T_q == T_kv and _close(weights, want_w.transpose(-2, -1)):
             raise _Wrong(
-                f"{where}, the weights are transposed: keys on the rows, queries on the columns",
-                "row i holds query i: scores = q @ k.transpose(-2, -1), (B, T_q, T_kv)",
+                _(
+                    "{where}, the weights are transposed: keys on the rows, queries on the columns"
+                ).format(where=where),
+                _("row i holds query i: scores = q @ k.transpose(-2, -1), (B, T_q, T_kv)"),
             )
         if T_q == T_kv:
             with torch.no_grad():
@@ -76,31 +88,43 @@ def check_cross_attention(fn) -> str:
                 )  # keys from x_q by mistake
                 self_out = want_w @ head.W_v(x_q)  # values from x_q by mistake
             if _close(weights, self_w):
-                raise _Wrong(f"{where}, the keys come from x_q", "keys (and values) come from x_kv")
+                raise _Wrong(
+                    _("{where}, the keys come from x_q").format(where=where),
+                    _("keys (and values) come from x_kv"),
+                )
             if _close(weights, want_w) and _close(out, self_out):
                 raise _Wrong(
-                    f"{where}, the weights are right, but the values come from x_q",
-                    "the values come from the sequence being read: v = W_v(x_kv)",
+                    _("{where}, the weights are right, but the values come from x_q").format(
+                        where=where
+                    ),
+                    _("the values come from the sequence being read: v = W_v(x_kv)"),
                 )
         if not _close(weights, want_w):
             raise _Wrong(
-                f"{where}, the weights differ from the reference by up to "
-                f"{(weights - want_w).abs().max().item():.3f}",
-                "q = W_q(x_q), k = W_k(x_kv); weights = softmax(q @ k.transpose(-2, -1) / √d_head)",
+                _("{where}, the weights differ from the reference by up to {gap:.3f}").format(
+                    where=where, gap=(weights - want_w).abs().max().item()
+                ),
+                _(
+                    "q = W_q(x_q), k = W_k(x_kv); "
+                    "weights = softmax(q @ k.transpose(-2, -1) / √d_head)"
+                ),
             )
         raise _Wrong(
-            f"{where}, the weights are right but out is not",
-            "out is the weighted average of the values: weights @ W_v(x_kv)",
+            _("{where}, the weights are right but out is not").format(where=where),
+            _("out is the weighted average of the values: weights @ W_v(x_kv)"),
         )
     with torch.no_grad():
         head = SingleHeadAttention(6, 4).eval()
         x = torch.randn(2, 5, 6)  # (B, T, d_in)
         layers = [_copy(layer) for layer in (head.W_q, head.W_k, head.W_v)]
-        out, _ = _call(fn, x, x, *layers)
+        out, _weights = _call(fn, x, x, *layers)
         same = _close(out, head(x))
-    return "queries from one sequence, keys and values from the other" + (
-        "; with x_q = x_kv it is SingleHeadAttention's self-attention" if same else ""
-    )
+    if same:
+        return _(
+            "queries from one sequence, keys and values from the other; "
+            "with x_q = x_kv it is SingleHeadAttention's self-attention"
+        )
+    return _("queries from one sequence, keys and values from the other")
 
 
 def _copy(layer: nn.Linear) -> nn.Linear:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_, _
 from ..masks import causal_mask, sliding_window_mask
 from ._core import _call, _tensor, _Wrong, checker
 
@@ -30,28 +31,37 @@ def _attention_fn(blocked: torch.Tensor | None, D: int, leak: float = 0.0):
 
 
 def _cases(T: int, D: int):
-    """(name, attention function, does it look ahead?)"""
+    """(name, attention function, does it look ahead?); the names are keys, ``_(name)`` the
+    words the learner reads."""
     ones = torch.ones(T, T, dtype=torch.bool)
     last_to_first = causal_mask(T).clone()
     last_to_first[0, T - 1] = False  # query 0 may read the last key, nothing else leaks
     first_to_second = causal_mask(T).clone()
     first_to_second[0, 1] = False  # query 0 may read key 1: the last token changes nothing
     return [
-        ("a correctly masked head", _attention_fn(causal_mask(T), D), False),
-        ("a head with no mask", _attention_fn(None, D), True),
-        ("a head that sees one step ahead", _attention_fn(torch.triu(ones, diagonal=2), D), True),
-        ("a head whose first query reads the last key", _attention_fn(last_to_first, D), True),
-        ("a head whose first query reads key 1", _attention_fn(first_to_second, D), True),
+        (N_("a correctly masked head"), _attention_fn(causal_mask(T), D), False),
+        (N_("a head with no mask"), _attention_fn(None, D), True),
         (
-            "a causal head plus the mean of all positions",
+            N_("a head that sees one step ahead"),
+            _attention_fn(torch.triu(ones, diagonal=2), D),
+            True,
+        ),
+        (N_("a head whose first query reads the last key"), _attention_fn(last_to_first, D), True),
+        (N_("a head whose first query reads key 1"), _attention_fn(first_to_second, D), True),
+        (
+            N_("a causal head plus the mean of all positions"),
             _attention_fn(causal_mask(T), D, 0.5),
             True,
         ),
-        ("a head that sees only itself", _attention_fn(~torch.eye(T, dtype=torch.bool), D), False),
+        (
+            N_("a head that sees only itself"),
+            _attention_fn(~torch.eye(T, dtype=torch.bool), D),
+            False,
+        ),
     ]
 
 
-@checker("04", "return True or False: does some output change when a later token changes?")
+@checker("04", N_("return True or False: does some output change when a later token changes?"))
 def check_looks_ahead(fn) -> str:
     """``fn(attend, x) -> bool``: ``attend`` maps x (B, T, D) to outputs (B, T, D); True if
     changing the token at some position j changes an output at a position i < j."""
@@ -63,67 +73,93 @@ def check_looks_ahead(fn) -> str:
             answer = bool(answer)
         if not isinstance(answer, bool):
             raise _Wrong(
-                f"for {name} your function returned a {type(answer).__name__}, not True or False",
-                "return one bool, e.g. `return False` after the loop found nothing",
+                _("for {name} your function returned a {type}, not True or False").format(
+                    name=_(name), type=type(answer).__name__
+                ),
+                _("return one bool, e.g. `return False` after the loop found nothing"),
             )
         if answer == leaks:
             continue
         if leaks:
-            how = {
-                "a head whose first query reads key 1": "change every position j in turn, not "
-                "only the last one",
-                "a head whose first query reads the last key": "compare every output before j, "
-                "out[:, :j], not only the one just before it",
-            }.get(name, "change one token j at a time and compare the outputs at i < j")
-            raise _Wrong(f"your test lets {name} pass as causal", how)
+            if name == "a head whose first query reads key 1":
+                how = _("change every position j in turn, not only the last one")
+            elif name == "a head whose first query reads the last key":
+                how = _(
+                    "compare every output before j, out[:, :j], not only the one just before it"
+                )
+            else:
+                how = _("change one token j at a time and compare the outputs at i < j")
+            raise _Wrong(_("your test lets {name} pass as causal").format(name=_(name)), how)
         raise _Wrong(
-            f"your test flags {name}, which cannot see the future",
-            "the output at the changed position j itself may change; compare only "
-            "out[:, :j], the positions before j",
+            _("your test flags {name}, which cannot see the future").format(name=_(name)),
+            _(
+                "the output at the changed position j itself may change; compare only "
+                "out[:, :j], the positions before j"
+            ),
         )
-    return "your test catches five kinds of leak and passes both causal heads"
+    return _("your test catches five kinds of leak and passes both causal heads")
 
 
 # --- exercise 4.2: the sliding-window mask --------------------------------------------------
 
 
-@checker("04", "return torch.triu(...) | torch.tril(...) as a (T, T) bool tensor")
+@checker("04", N_("return torch.triu(...) | torch.tril(...) as a (T, T) bool tensor"))
 def check_sliding_mask(fn) -> str:
     """``fn(T, window) -> (T, T) bool``, True = blocked; checked against sliding_window_mask."""
     for T, window in ((12, 8), (10, 3), (6, 1), (5, 8), (8, 8)):
-        got = _tensor(_call(fn, T, window), f"the mask for T={T}, window={window}", (T, T))
+        got = _tensor(
+            _call(fn, T, window),
+            _("the mask for T={T}, window={window}").format(T=T, window=window),
+            (T, T),
+        )
         want = sliding_window_mask(T, window)  # (T, T)
         if got.dtype != torch.bool:
             raise _Wrong(
-                f"the mask has dtype {got.dtype}, but masks are torch.bool (True = blocked)",
-                "build it from a bool tensor, or finish with .bool()",
+                _("the mask has dtype {dtype}, but masks are torch.bool (True = blocked)").format(
+                    dtype=got.dtype
+                ),
+                _("build it from a bool tensor, or finish with .bool()"),
             )
         if torch.equal(got, want):
             continue
-        where = f"with T={T}, window={window}"
+        where = _("with T={T}, window={window}").format(T=T, window=window)
         if torch.equal(got, ~want):
             raise _Wrong(
-                f"{where}, your mask is the exact opposite: it blocks the positions a token may "
-                "see and lets the future through",
-                "True means blocked: the future (torch.triu(..., diagonal=1)) and everything "
-                "`window` or more steps back (torch.tril(..., diagonal=-window))",
+                _(
+                    "{where}, your mask is the exact opposite: it blocks the positions a token "
+                    "may see and lets the future through"
+                ).format(where=where),
+                _(
+                    "True means blocked: the future (torch.triu(..., diagonal=1)) and everything "
+                    "`window` or more steps back (torch.tril(..., diagonal=-window))"
+                ),
             )
         future = causal_mask(T)
         if not got[future].all():
             raise _Wrong(
-                f"{where}, some future positions are not blocked",
-                "every j > i must be True: torch.triu(ones, diagonal=1)",
+                _("{where}, some future positions are not blocked").format(where=where),
+                _("every j > i must be True: torch.triu(ones, diagonal=1)"),
             )
         if got.diagonal().any():
             raise _Wrong(
-                f"{where}, the diagonal is blocked: a position cannot see itself",
-                "the diagonal must stay False; check the diagonal= offsets",
+                _("{where}, the diagonal is blocked: a position cannot see itself").format(
+                    where=where
+                ),
+                _("the diagonal must stay False; check the diagonal= offsets"),
             )
         seen, expected = (~got).sum(-1), (~want).sum(-1)  # (T,), (T,)
         row = int((seen != expected).nonzero()[0])
         raise _Wrong(
-            f"{where}, row {row} sees {int(seen[row])} positions; it should see "
-            f"{int(expected[row])} (itself and the {window - 1} before it)",
-            "the old positions are j <= i - window: torch.tril(ones, diagonal=-window)",
+            _(
+                "{where}, row {row} sees {seen} positions; it should see "
+                "{expected} (itself and the {before} before it)"
+            ).format(
+                where=where,
+                row=row,
+                seen=int(seen[row]),
+                expected=int(expected[row]),
+                before=window - 1,
+            ),
+            _("the old positions are j <= i - window: torch.tril(ones, diagonal=-window)"),
         )
-    return "equal to attention_lab.sliding_window_mask for 5 sizes, window >= T included"
+    return _("equal to attention_lab.sliding_window_mask for 5 sizes, window >= T included")

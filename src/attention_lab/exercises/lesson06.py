@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ..heads import CausalAttention
+from ..i18n import N_, _
 from ..masks import causal_mask, sliding_window_mask
 from ..multihead import MultiHeadAttention
 from ._core import _call, _close, _masked_softmax, _tensor, _Wrong, checker
@@ -18,7 +19,7 @@ from ._core import _call, _close, _masked_softmax, _tensor, _Wrong, checker
 # --- exercise 6.1: one head of MultiHeadAttention, on its own --------------------------------
 
 
-@checker("06", "build CausalAttention(d_model, d_head, context_length) and copy rows into it")
+@checker("06", N_("build CausalAttention(d_model, d_head, context_length) and copy rows into it"))
 def check_head_as_causal(fn) -> str:
     """``fn(mha, h) -> CausalAttention``: the head whose weights are head h's weights of
     ``mha`` (and whose output is head h's slice of the context, before W_o)."""
@@ -27,53 +28,64 @@ def check_head_as_causal(fn) -> str:
         d_head = D // H
         x = torch.randn(2, T, D)  # (B, T, D)
         with torch.no_grad():
-            _, want_w = mha(x, return_weights=True)  # (B, H, T, T)
+            _out, want_w = mha(x, return_weights=True)  # (B, H, T, T)
             v = mha.W_v(x).view(2, T, H, d_head).transpose(1, 2)  # (B, H, T, d_head)
             want_out = want_w @ v  # (B, H, T, d_head)
         head = _call(fn, mha, h)
         if not isinstance(head, CausalAttention):
             raise _Wrong(
-                f"your function returned a {type(head).__name__}, not a CausalAttention",
-                "return the CausalAttention you built",
+                _("your function returned a {type}, not a CausalAttention").format(
+                    type=type(head).__name__
+                ),
+                _("return the CausalAttention you built"),
             )
         if head.d_out != d_head:
             raise _Wrong(
-                f"your head has d_out={head.d_out}; one head of {H} at d_model={D} is "
-                f"d_head={d_head} wide",
-                "CausalAttention(d_model, d_model // n_heads, context_length)",
+                _(
+                    "your head has d_out={d_out}; one head of {H} at d_model={D} is "
+                    "d_head={d_head} wide"
+                ).format(d_out=head.d_out, H=H, D=D, d_head=d_head),
+                _("CausalAttention(d_model, d_model // n_heads, context_length)"),
             )
         head.eval()
         with torch.no_grad():
             result = _call(head, x, return_weights=True)
-        out = _tensor(result[0], "the head's output", (2, T, d_head))
-        weights = _tensor(result[1], "the head's weights", (2, T, T))
+        out = _tensor(result[0], _("the head's output"), (2, T, d_head))
+        weights = _tensor(result[1], _("the head's weights"), (2, T, T))
         if _close(weights, want_w[:, h]) and _close(out, want_out[:, h]):
             continue
-        where = f"with d_model={D}, n_heads={H}, head h={h}"
+        where = _("with d_model={D}, n_heads={H}, head h={h}").format(D=D, H=H, h=h)
         for other in range(H):
             if other != h and _close(weights, want_w[:, other]):
                 raise _Wrong(
-                    f"{where}, your head computes the weights of head {other}",
-                    "head h owns rows h*d_head:(h+1)*d_head of W_q, W_k and W_v",
+                    _("{where}, your head computes the weights of head {other}").format(
+                        where=where, other=other
+                    ),
+                    _("head h owns rows h*d_head:(h+1)*d_head of W_q, W_k and W_v"),
                 )
         if _close(weights, want_w[:, h]):
             raise _Wrong(
-                f"{where}, the weights are head {h}'s, but the output is not",
-                "copy W_v's rows of head h as well",
+                _("{where}, the weights are head {h}'s, but the output is not").format(
+                    where=where, h=h
+                ),
+                _("copy W_v's rows of head h as well"),
             )
         raise _Wrong(
-            f"{where}, the weights differ from head {h}'s by up to "
-            f"{(weights - want_w[:, h]).abs().max().item():.3f}",
-            "copy rows h*d_head:(h+1)*d_head of mha.W_q.weight into head.W_q.weight (and the "
-            "same for W_k, W_v) under torch.no_grad()",
+            _("{where}, the weights differ from head {h}'s by up to {gap:.3f}").format(
+                where=where, h=h, gap=(weights - want_w[:, h]).abs().max().item()
+            ),
+            _(
+                "copy rows h*d_head:(h+1)*d_head of mha.W_q.weight into head.W_q.weight (and "
+                "the same for W_k, W_v) under torch.no_grad()"
+            ),
         )
-    return "your head reproduces head h's weights and its slice of the context, for 3 sizes"
+    return _("your head reproduces head h's weights and its slice of the context, for 3 sizes")
 
 
 # --- exercise 6.2: attention with torch.einsum -----------------------------------------------
 
 
-@checker("06", "return (context, weights) from q, k, v of shape (B, H, T, d_head)")
+@checker("06", N_("return (context, weights) from q, k, v of shape (B, H, T, d_head)"))
 def check_einsum_attention(fn) -> str:
     """``fn(q, k, v, mask=None) -> (context, weights)``; against F.scaled_dot_product_attention."""
     B, H, T, d = 2, 3, 5, 8
@@ -83,8 +95,10 @@ def check_einsum_attention(fn) -> str:
         result = _call(fn, q, k, v, mask)
         if not (isinstance(result, tuple) and len(result) == 2):
             raise _Wrong(
-                f"your function returned a {type(result).__name__}, not (context, weights)",
-                "return context, weights",
+                _("your function returned a {type}, not (context, weights)").format(
+                    type=type(result).__name__
+                ),
+                _("return context, weights"),
             )
         context = _tensor(result[0], "context", (B, H, T, d))
         weights = _tensor(result[1], "weights", (B, H, T, T))
@@ -95,40 +109,49 @@ def check_einsum_attention(fn) -> str:
         want_w = _masked_softmax(scores / math.sqrt(d), blocked)  # (B, H, T, T)
         if _close(weights, want_w, 1e-5) and _close(context, want_ctx, 1e-5):
             continue
-        where = f"with mask={kind}"
+        where = _("with mask={kind}").format(kind=kind)
         if _close(weights, _masked_softmax(scores, blocked)):
             raise _Wrong(
-                f"{where}, the scores are not scaled",
-                f"divide q·k by √d_head (here √{d}) before the softmax",
+                _("{where}, the scores are not scaled").format(where=where),
+                _("divide q·k by √d_head (here √{d_head}) before the softmax").format(d_head=d),
             )
         if _close(weights, _masked_softmax(scores / d, blocked)):
             raise _Wrong(
-                f"{where}, the scores are divided by d_head", "divide by √d_head, not d_head"
+                _("{where}, the scores are divided by d_head").format(where=where),
+                _("divide by √d_head, not d_head"),
             )
         if _close(weights, _masked_softmax(scores.transpose(-2, -1) / math.sqrt(d), blocked)):
             raise _Wrong(
-                f"{where}, the scores are transposed: keys on the rows, queries on the columns",
-                "the query index comes first: torch.einsum('bhqd,bhkd->bhqk', q, k)",
+                _(
+                    "{where}, the scores are transposed: keys on the rows, queries on the columns"
+                ).format(where=where),
+                _("the query index comes first: torch.einsum('bhqd,bhkd->bhqk', q, k)"),
             )
         if mask is not None:
             if _close(weights, _masked_softmax(scores / math.sqrt(d), ~mask)):
                 raise _Wrong(
-                    f"{where}, your mask blocks the past and lets the future through",
-                    "True means blocked: masked_fill(mask, float('-inf'))",
+                    _("{where}, your mask blocks the past and lets the future through").format(
+                        where=where
+                    ),
+                    _("True means blocked: masked_fill(mask, float('-inf'))"),
                 )
             if _close(weights, _masked_softmax(scores / math.sqrt(d), torch.zeros_like(mask))):
-                raise _Wrong(f"{where}, the mask was ignored", "apply it before the softmax")
+                raise _Wrong(
+                    _("{where}, the mask was ignored").format(where=where),
+                    _("apply it before the softmax"),
+                )
         if not _close(weights, want_w, 1e-5):
             raise _Wrong(
-                f"{where}, the weights differ from the reference by up to "
-                f"{(weights - want_w).abs().max().item():.3f}",
-                "softmax over the keys, dim=-1",
+                _("{where}, the weights differ from the reference by up to {gap:.3f}").format(
+                    where=where, gap=(weights - want_w).abs().max().item()
+                ),
+                _("softmax over the keys, dim=-1"),
             )
         raise _Wrong(
-            f"{where}, the weights are right but the context is not",
-            "context = torch.einsum('bhqk,bhkd->bhqd', weights, v)",
+            _("{where}, the weights are right but the context is not").format(where=where),
+            _("context = torch.einsum('bhqk,bhkd->bhqd', weights, v)"),
         )
-    return "equal to F.scaled_dot_product_attention, with no mask, causal and sliding masks"
+    return _("equal to F.scaled_dot_product_attention, with no mask, causal and sliding masks")
 
 
 # --- exercise 6.3: left padding and the causal mask together ---------------------------------
@@ -145,7 +168,7 @@ def _reference_padded_mask(lengths: list[int], T: int) -> torch.Tensor:
     return want
 
 
-@checker("06", "return a (B, 1, T, T) bool tensor, True = blocked")
+@checker("06", N_("return a (B, 1, T, T) bool tensor, True = blocked"))
 def check_padded_causal_mask(fn) -> str:
     """``fn(lengths, T) -> (B, 1, T, T)`` for left-padded rows (padding first, then lengths[b]
     real tokens): key j is blocked if it is in the future (j > i) or padding (j < T - lengths[b]),
@@ -155,16 +178,21 @@ def check_padded_causal_mask(fn) -> str:
         got = _call(fn, torch.tensor(lengths), T)
         if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, T, T):
             raise _Wrong(
-                f"the mask is (B, T, T) = {tuple(got.shape)}; it must broadcast over heads",
-                "add a head axis: mask[:, None] gives (B, 1, T, T)",
+                _("the mask is (B, T, T) = {shape}; it must broadcast over heads").format(
+                    shape=tuple(got.shape)
+                ),
+                _("add a head axis: mask[:, None] gives (B, 1, T, T)"),
             )
-        got = _tensor(got, "the mask", (B, 1, T, T))
+        got = _tensor(got, _("the mask"), (B, 1, T, T))
         if got.dtype != torch.bool:
-            raise _Wrong(f"the mask has dtype {got.dtype}", "masks are torch.bool, True = blocked")
+            raise _Wrong(
+                _("the mask has dtype {dtype}").format(dtype=got.dtype),
+                _("masks are torch.bool, True = blocked"),
+            )
         want = _reference_padded_mask(lengths, T)  # (B, 1, T, T)
         if torch.equal(got, want):
             continue
-        where = f"with lengths={lengths}, T={T}"
+        where = _("with lengths={lengths}, T={T}").format(lengths=lengths, T=T)
         j = torch.arange(T)  # (T,)
         future = causal_mask(T)  # (T, T)
         eye = torch.eye(T, dtype=torch.bool)  # (T, T)
@@ -172,39 +200,50 @@ def check_padded_causal_mask(fn) -> str:
         right = j[None, :] >= torch.tensor(lengths)[:, None]  # (B, T), padding at the end
         if torch.equal(got, ~want):
             raise _Wrong(
-                f"{where}, your mask blocks exactly what should be seen",
-                "True means blocked: future keys and padding keys",
+                _("{where}, your mask blocks exactly what should be seen").format(where=where),
+                _("True means blocked: future keys and padding keys"),
             )
         if torch.equal(got, (future | left[:, None, :])[:, None]):
             raise _Wrong(
-                f"{where}, rows made only of padding have every key blocked: their softmax "
-                "would be NaN",
-                "let every position see itself: (future | padding) & ~torch.eye(T, dtype=bool)",
+                _(
+                    "{where}, rows made only of padding have every key blocked: their softmax "
+                    "would be NaN"
+                ).format(where=where),
+                _("let every position see itself: (future | padding) & ~torch.eye(T, dtype=bool)"),
             )
         if torch.equal(got[:, 0], (future | (right[:, None, :] & ~eye))) or torch.equal(
             got[:, 0], future | right[:, None, :]
         ):
             raise _Wrong(
-                f"{where}, you blocked padding at the end of each row",
-                "the padding is on the left: positions j < T - lengths[b]",
+                _("{where}, you blocked padding at the end of each row").format(where=where),
+                _("the padding is on the left: positions j < T - lengths[b]"),
             )
         if torch.equal(got[:, 0], future & left[:, None, :]):
             raise _Wrong(
-                f"{where}, a key is blocked only when it is both in the future and padding",
-                "either reason is enough: combine the two masks with |, not &",
+                _(
+                    "{where}, a key is blocked only when it is both in the future and padding"
+                ).format(where=where),
+                _("either reason is enough: combine the two masks with |, not &"),
             )
         if torch.equal(got[:, 0], (future | left[:, :, None]) & ~eye):
             raise _Wrong(
-                f"{where}, the padding blocks query rows, not key columns",
-                "padding must be invisible as a key: padding[:, None, :] (B, 1, T) blocks columns",
+                _("{where}, the padding blocks query rows, not key columns").format(where=where),
+                _(
+                    "padding must be invisible as a key: "
+                    "padding[:, None, :] (B, 1, T) blocks columns"
+                ),
             )
         if torch.equal(got[:, 0], future.expand(B, T, T)):
             raise _Wrong(
-                f"{where}, only the future is blocked: real tokens still read the padding",
-                "also block keys j < T - lengths[b]",
+                _("{where}, only the future is blocked: real tokens still read the padding").format(
+                    where=where
+                ),
+                _("also block keys j < T - lengths[b]"),
             )
         raise _Wrong(
-            f"{where}, the mask differs from the expected one in {int((got != want).sum())} places",
-            "blocked = ((j > i) | (j < T - lengths[b])) & (j != i), built with broadcasting",
+            _("{where}, the mask differs from the expected one in {count} places").format(
+                where=where, count=int((got != want).sum())
+            ),
+            _("blocked = ((j > i) | (j < T - lengths[b])) & (j != i), built with broadcasting"),
         )
-    return "future keys and padding keys are blocked, and no row is blocked entirely"
+    return _("future keys and padding keys are blocked, and no row is blocked entirely")

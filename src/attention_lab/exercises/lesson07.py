@@ -8,13 +8,14 @@ from __future__ import annotations
 import torch
 
 from ..fused import MultiHeadSelfAttention
+from ..i18n import N_, _
 from ..multihead import split_heads
 from ._core import _call, _close, _tensor, _Wrong, checker
 
 # --- exercise 7.1: one head's rows of the fused weight ---------------------------------------
 
 
-@checker("07", "return three (d_head, D) tensors cut from the (3D, D) fused weight")
+@checker("07", N_("return three (d_head, D) tensors cut from the (3D, D) fused weight"))
 def check_head_rows_from_fused(fn) -> str:
     """``fn(qkv_weight, n_heads, h) -> (w_q, w_k, w_v)``, each (d_head, D): the rows of the
     fused (3D, D) weight that make head h's queries, keys and values."""
@@ -29,36 +30,47 @@ def check_head_rows_from_fused(fn) -> str:
         result = _call(fn, weight.clone(), H, h)
         if not (isinstance(result, (tuple, list)) and len(result) == 3):
             raise _Wrong(
-                f"your function returned a {type(result).__name__}, not (w_q, w_k, w_v)",
-                "return w_q, w_k, w_v",
+                _("your function returned a {type}, not (w_q, w_k, w_v)").format(
+                    type=type(result).__name__
+                ),
+                _("return w_q, w_k, w_v"),
             )
-        where = f"with D={D}, n_heads={H}, head h={h}"
+        where = _("with D={D}, n_heads={H}, head h={h}").format(D=D, H=H, h=h)
         got = []
         for name, w in zip(("w_q", "w_k", "w_v"), result):
             if isinstance(w, torch.Tensor) and tuple(w.shape) == (D, d_head):
                 raise _Wrong(
-                    f"{where}, {name} is ({D}, {d_head}): columns, not rows",
-                    "a Linear's output features are the rows of its weight: cut rows, w[a:b]",
+                    _("{where}, {name} is ({D}, {d_head}): columns, not rows").format(
+                        where=where, name=name, D=D, d_head=d_head
+                    ),
+                    _("a Linear's output features are the rows of its weight: cut rows, w[a:b]"),
                 )
-            got.append(_tensor(w, f"{name} {where}", (d_head, D)))
+            what = _("{name} with D={D}, n_heads={H}, head h={h}").format(name=name, D=D, H=H, h=h)
+            got.append(_tensor(w, what, (d_head, D)))
         made = [x @ w.detach().T for w in got]  # 3 x (B, T, d_head)
         if all(_close(m, t) for m, t in zip(made, want)):
             continue
         q_rows = weight[h * d_head : (h + 1) * d_head]  # head h's Q rows
         if all(torch.equal(w, q_rows) for w in got):
             raise _Wrong(
-                f"{where}, all three are head {h}'s query rows",
-                "the K block starts at row D and the V block at row 2D: add part * D",
+                _("{where}, all three are head {h}'s query rows").format(where=where, h=h),
+                _("the K block starts at row D and the V block at row 2D: add part * D"),
             )
         for part, (name, m, t) in enumerate(zip(("w_q", "w_k", "w_v"), made, want)):
             if not _close(m, t):
                 start = part * D + h * d_head
+                wrong = (
+                    _("{where}, {name} does not make head {h}'s queries"),
+                    _("{where}, {name} does not make head {h}'s keys"),
+                    _("{where}, {name} does not make head {h}'s values"),
+                )[part]
                 raise _Wrong(
-                    f"{where}, {name} does not make head {h}'s "
-                    f"{['queries', 'keys', 'values'][part]}",
-                    f"those are rows {start}:{start + d_head} of the fused weight",
+                    wrong.format(where=where, name=name, h=h),
+                    _("those are rows {start}:{stop} of the fused weight").format(
+                        start=start, stop=start + d_head
+                    ),
                 )
-    return "each head's three bands, read out of the fused weight, make its q, k and v"
+    return _("each head's three bands, read out of the fused weight, make its q, k and v")
 
 
 # --- exercise 7.2: when do the weights outnumber the parameters? -----------------------------
@@ -75,7 +87,7 @@ def _reference_crossover(d_model: int, n_heads: int) -> int:
     return T
 
 
-@checker("07", "return an int: the smallest T that passes the parameter count")
+@checker("07", N_("return an int: the smallest T that passes the parameter count"))
 def check_weights_outnumber_params(fn) -> str:
     """``fn(d_model, n_heads) -> int``: the smallest T at which one sequence's attention
     weights, (H, T, T) numbers, are more than the parameters of MultiHeadSelfAttention
@@ -88,31 +100,37 @@ def check_weights_outnumber_params(fn) -> str:
             got = int(answer)
         except (TypeError, ValueError, RuntimeError):
             raise _Wrong(
-                f"your function returned a {type(answer).__name__}, not a whole number",
-                "return an int: count T up until H * T * T is more than the parameters",
+                _("your function returned a {type}, not a whole number").format(
+                    type=type(answer).__name__
+                ),
+                _("return an int: count T up until H * T * T is more than the parameters"),
             ) from None
         if got == want:
             found[(D, H)] = got
             continue
-        case = f"d_model={D}, n_heads={H}"
         if got == _reference_crossover_no_bias(D, H):
-            hint = "the block has biases too: 4 * D**2 + 4 * D parameters"
+            hint = _("the block has biases too: 4 * D**2 + 4 * D parameters")
         elif got == _reference_crossover(D, 1) and H > 1:
-            hint = "one sequence holds H weight matrices of (T, T): count H * T * T"
+            hint = _("one sequence holds H weight matrices of (T, T): count H * T * T")
         elif 0 < got and H * got * got <= _params(D):
-            hint = (
-                f"at T={got} the weights hold {H * got * got:,} numbers, not more than the "
-                f"{_params(D):,} parameters yet"
-            )
+            hint = _(
+                "at T={T} the weights hold {weights:,} numbers, not more than the "
+                "{params:,} parameters yet"
+            ).format(T=got, weights=H * got * got, params=_params(D))
         elif H * (got - 1) ** 2 > _params(D):
-            hint = f"T={got - 1} already passes; you want the smallest such T"
+            hint = _("T={T} already passes; you want the smallest such T").format(T=got - 1)
         else:
-            hint = "parameters: 4 * D**2 + 4 * D; weights of one sequence: H * T * T"
-        raise _Wrong(f"for {case} you answer T={got}; the answer is T={want}", hint)
-    return (
-        f"GPT-2 size (d_model 768, 12 heads): from T={found[(768, 12)]} on, one sequence's "
-        f"weights outnumber the block's {_params(768):,} parameters"
-    )
+            hint = _("parameters: 4 * D**2 + 4 * D; weights of one sequence: H * T * T")
+        raise _Wrong(
+            _("for d_model={D}, n_heads={H} you answer T={got}; the answer is T={want}").format(
+                D=D, H=H, got=got, want=want
+            ),
+            hint,
+        )
+    return _(
+        "GPT-2 size (d_model 768, 12 heads): from T={T} on, one sequence's "
+        "weights outnumber the block's {params:,} parameters"
+    ).format(T=found[(768, 12)], params=_params(768))
 
 
 def _reference_crossover_no_bias(d_model: int, n_heads: int) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from ..i18n import N_, _
 from ..masks import causal_mask
 from ..tasks import IGNORE_INDEX, SEP, repeat_offset
 from ._core import _call, _close, _example_scores, _masked_softmax, _tensor, _Wrong, checker
@@ -14,7 +15,7 @@ from ._core import _call, _close, _example_scores, _masked_softmax, _tensor, _Wr
 # --- exercise 8.1: how far back does each head look? ----------------------------------------
 
 
-@checker("08", "return a (B, H, T) tensor: one distance per query of every head")
+@checker("08", N_("return a (B, H, T) tensor: one distance per query of every head"))
 def check_lookback_distance(fn) -> str:
     """``fn(weights (B, H, T, T)) -> (B, H, T)``: for query i, the weighted mean distance to
     the keys it reads, sum over j of weights[..., i, j] * (i - j)."""
@@ -27,34 +28,36 @@ def check_lookback_distance(fn) -> str:
         got = _call(fn, weights.clone())
         if isinstance(got, torch.Tensor) and tuple(got.shape) == (H,):
             raise _Wrong(
-                "you returned one number per head; the exercise wants one per query",
-                "keep the batch and the query axes: sum over the keys only, dim=-1",
+                _("you returned one number per head; the exercise wants one per query"),
+                _("keep the batch and the query axes: sum over the keys only, dim=-1"),
             )
-        got = _tensor(got, f"the distances for weights of shape {(B, H, T, T)}", (B, H, T))
+        what = _("the distances for weights of shape {shape}").format(shape=(B, H, T, T))
+        got = _tensor(got, what, (B, H, T))
         if _close(got, want, 1e-5):
             continue
         if _close(got, -want, 1e-5) and T > 1:
             raise _Wrong(
-                "your distances are negative: you computed j - i",
-                "a key in the past has j < i, so its distance is i - j >= 0",
+                _("your distances are negative: you computed j - i"),
+                _("a key in the past has j < i, so its distance is i - j >= 0"),
             )
         nearest = (weights.argmax(dim=-1) - i).abs().float()  # (B, H, T): the top key only
         if _close(got, nearest, 1e-5):
             raise _Wrong(
-                "you measured the distance to the key with the largest weight only",
-                "weigh every key: (weights * distance).sum(dim=-1)",
+                _("you measured the distance to the key with the largest weight only"),
+                _("weigh every key: (weights * distance).sum(dim=-1)"),
             )
         if _close(got, (weights * distance.T).sum(dim=-1), 1e-5) and T > 1:
             raise _Wrong(
-                "the distance matrix is transposed: entry [i, j] must be i - j",
-                "distance = i[:, None] - i[None, :] with i = torch.arange(T)",
+                _("the distance matrix is transposed: entry [i, j] must be i - j"),
+                _("distance = i[:, None] - i[None, :] with i = torch.arange(T)"),
             )
         raise _Wrong(
-            f"with weights of shape {(B, H, T, T)} your distances differ by up to "
-            f"{(got - want).abs().max().item():.3f}",
-            "distance[i, j] = i - j; then (weights * distance).sum(dim=-1)",
+            _("with weights of shape {shape} your distances differ by up to {gap:.3f}").format(
+                shape=(B, H, T, T), gap=(got - want).abs().max().item()
+            ),
+            _("distance[i, j] = i - j; then (weights * distance).sum(dim=-1)"),
         )
-    return "for every query of every head: the mean distance back to the keys it reads"
+    return _("for every query of every head: the mean distance back to the keys it reads")
 
 
 # --- exercise 8.2: a batch of the repeat task -----------------------------------------------
@@ -74,7 +77,7 @@ def _reference_repeat_batch(first: torch.Tensor, T: int) -> tuple[torch.Tensor, 
     return inputs, targets
 
 
-@checker("08", "return (inputs, targets), both int64 tensors of shape (N, T)")
+@checker("08", N_("return (inputs, targets), both int64 tensors of shape (N, T)"))
 def check_repeat_batch(fn) -> str:
     """``fn(first, T) -> (inputs, targets)`` for the repeat task: ``first`` is (N, m) ids
     (m = (T + 1) // 2), each row is ``first``, the separator SEP = 0, then ``first`` again,
@@ -85,52 +88,74 @@ def check_repeat_batch(fn) -> str:
         result = _call(fn, first.clone(), T)
         if not (isinstance(result, tuple) and len(result) == 2):
             raise _Wrong(
-                f"your function returned a {type(result).__name__}, not (inputs, targets)",
-                "return inputs, targets",
+                _("your function returned a {type}, not (inputs, targets)").format(
+                    type=type(result).__name__
+                ),
+                _("return inputs, targets"),
             )
-        inputs = _tensor(result[0], f"inputs for T={T}", (N, T))
-        targets = _tensor(result[1], f"targets for T={T}", (N, T))
+        inputs = _tensor(result[0], _("inputs for T={T}").format(T=T), (N, T))
+        targets = _tensor(result[1], _("targets for T={T}").format(T=T), (N, T))
         want_x, want_y = _reference_repeat_batch(first, T)  # (N, T), (N, T)
         if torch.equal(inputs, want_x) and torch.equal(targets, want_y):
             if targets.dtype != torch.long:
-                raise _Wrong(f"targets have dtype {targets.dtype}", "use torch.long (int64)")
+                raise _Wrong(
+                    _("targets have dtype {dtype}").format(dtype=targets.dtype),
+                    _("use torch.long (int64)"),
+                )
             continue
-        where = f"with T={T} (m={m})"
+        where = _("with T={T} (m={m})").format(T=T, m=m)
         doubled = torch.cat([first, first], dim=1)[:, :T]  # (N, T): no separator
         if torch.equal(inputs, doubled):
             raise _Wrong(
-                f"{where}, the separator is missing: the second half starts right after the first",
-                f"put SEP = {SEP} between the halves: torch.cat([first, sep, first], dim=1)",
+                _(
+                    "{where}, the separator is missing: the second half starts right after "
+                    "the first"
+                ).format(where=where),
+                _(
+                    "put SEP = {sep} between the halves: torch.cat([first, sep, first], dim=1)"
+                ).format(sep=SEP),
             )
         if not torch.equal(inputs, want_x):
             raise _Wrong(
-                f"{where}, the inputs differ from first + [SEP] + first in "
-                f"{int((inputs != want_x).sum())} places",
-                "build the row of T + 1 tokens, then inputs = row[:, :-1]",
+                _("{where}, the inputs differ from first + [SEP] + first in {count} places").format(
+                    where=where, count=int((inputs != want_x).sum())
+                ),
+                _("build the row of T + 1 tokens, then inputs = row[:, :-1]"),
             )
         scored = want_y.clone()  # (N, T): the targets with the first half left in
         scored[:, :m] = want_x[:, 1 : m + 1]
         if torch.equal(targets, scored):
             raise _Wrong(
-                f"{where}, the first {m} targets are scored, but the first half is random: no "
-                "model can predict it",
-                "set targets[:, :m] = IGNORE_INDEX so the loss leaves them out",
+                _(
+                    "{where}, the first {m} targets are scored, but the first half is random: "
+                    "no model can predict it"
+                ).format(where=where, m=m),
+                _("set targets[:, :m] = IGNORE_INDEX so the loss leaves them out"),
             )
         if torch.equal(targets[:, m:], inputs[:, m:]):
             raise _Wrong(
-                f"{where}, each target is the token at its own position",
-                "the target at t is the next token, t + 1: targets = row[:, 1:]",
+                _("{where}, each target is the token at its own position").format(where=where),
+                _("the target at t is the next token, t + 1: targets = row[:, 1:]"),
             )
         ignored = want_y == IGNORE_INDEX  # (N, T)
         if torch.equal(targets[~ignored], want_y[~ignored]):
             raise _Wrong(
-                f"{where}, the first half is marked with {targets[ignored].unique().tolist()}, "
-                f"not IGNORE_INDEX = {IGNORE_INDEX}",
-                f"use IGNORE_INDEX ({IGNORE_INDEX}); 0 is a real token, the separator",
+                _(
+                    "{where}, the first half is marked with {values}, "
+                    "not IGNORE_INDEX = {ignore_index}"
+                ).format(
+                    where=where,
+                    values=targets[ignored].unique().tolist(),
+                    ignore_index=IGNORE_INDEX,
+                ),
+                _("use IGNORE_INDEX ({ignore_index}); 0 is a real token, the separator").format(
+                    ignore_index=IGNORE_INDEX
+                ),
             )
         raise _Wrong(
-            f"{where}, the targets differ from the expected ones in "
-            f"{int((targets != want_y).sum())} places",
-            "targets = row[:, 1:], then targets[:, :m] = IGNORE_INDEX",
+            _("{where}, the targets differ from the expected ones in {count} places").format(
+                where=where, count=int((targets != want_y).sum())
+            ),
+            _("targets = row[:, 1:], then targets[:, :m] = IGNORE_INDEX"),
         )
-    return "row = first half, SEP, first half again; only the second half is scored"
+    return _("row = first half, SEP, first half again; only the second half is scored")
