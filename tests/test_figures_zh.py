@@ -210,8 +210,8 @@ def test_plot_heads_in_chinese():
 
 
 def test_plot_heads_warning_adds_the_chinese_line(zh):
-    from attention_lab.plotting import CausalWithoutMaskWarning
     from attention_lab.masks import causal_mask
+    from attention_lab.plotting import CausalWithoutMaskWarning
 
     w = torch.softmax(torch.randn(5, 5).masked_fill(causal_mask(5), float("-inf")), dim=-1)
     with pytest.warns(CausalWithoutMaskWarning) as caught:
@@ -285,3 +285,40 @@ def test_the_demo_refuses_a_missing_head_in_both_languages(zh, capsys):
     err = capsys.readouterr().err
     assert "--head=4" in err and "from 0 to 3" in err  # the English line, searchable
     assert "请选 0 到 3 之间的头" in err
+
+
+# -- errors: the English line first (searchable), the Chinese below it ---------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "english", "chinese"),
+    [
+        (
+            lambda: diagrams.causal_mask_grid(0),
+            "T=0 must be a whole number between 1 and 32",
+            "整数",
+        ),
+        (lambda: diagrams.roadmap(highlight=12), "highlight=12 is not a notebook", "不是本章"),
+        (lambda: diagrams.dropout_row([0.5, 0.5], p=1.0), "p=1.0 must be in [0, 1)", "概率"),
+    ],
+)
+def test_a_figure_error_keeps_its_english_line_and_adds_the_chinese(zh, call, english, chinese):
+    with pytest.raises(ValueError) as caught:
+        call()
+    first, second = str(caught.value).split("\n")
+    assert first.startswith(english), first
+    assert chinese in second and CHINESE.search(second), second
+
+
+def test_a_text_error_in_chinese(zh):
+    from attention_lab.tasks import check_task
+    from attention_lab.text import Vocab
+
+    with pytest.raises(ValueError) as caught:
+        Vocab("abc").encode("abz")
+    first, second = str(caught.value).split("\n")
+    assert first.startswith("characters ['z'] are not in this vocabulary of 3")
+    assert second.startswith("字符 ['z'] 不在这个大小为 3 的词表中")
+    with pytest.raises(ValueError) as caught:
+        check_task("lookup", vocab_size=10)
+    assert "“lookup”任务的 token id 需要 vocab_size >= 48" in str(caught.value)

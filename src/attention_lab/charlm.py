@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from ._checks import check_dropout, check_heads, check_positive
 from .device import cpu_threads
 from .fused import MultiHeadSelfAttention
-from .i18n import _
+from .i18n import _, error_text
 from .masks import causal_mask
 from .text import get_batch, word_starts
 
@@ -75,8 +75,10 @@ class CharLM(nn.Module):
         super().__init__()
         if not isinstance(config, CharLMConfig):
             raise TypeError(
-                f"CharLM takes a CharLMConfig, got {type(config).__name__}; "
-                "use CharLM(CharLMConfig(vocab_size=len(vocab)))"
+                error_text(
+                    "CharLM takes a CharLMConfig, got {got}; "
+                    "use CharLM(CharLMConfig(vocab_size=len(vocab)))"
+                ).format(got=type(config).__name__)
             )
         self.config = c = config
         self.vocab_size, self.context_length = c.vocab_size, c.context_length
@@ -109,23 +111,31 @@ class CharLM(nn.Module):
         if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long:
             got = getattr(idx, "dtype", type(idx).__name__)
             raise TypeError(
-                f"CharLM takes character ids as an int64 tensor (B, T), got {got}; "
-                "make them with Vocab.encode(text) (and .long() for other integer dtypes)"
+                error_text(
+                    "CharLM takes character ids as an int64 tensor (B, T), got {got}; "
+                    "make them with Vocab.encode(text) (and .long() for other integer dtypes)"
+                ).format(got=got)
             )
         if idx.dim() != 2:
             raise ValueError(
-                f"idx has shape {tuple(idx.shape)}, but CharLM takes (B, T) ids; "
-                "add a batch dimension with idx.unsqueeze(0)"
+                error_text(
+                    "idx has shape {shape}, but CharLM takes (B, T) ids; "
+                    "add a batch dimension with idx.unsqueeze(0)"
+                ).format(shape=tuple(idx.shape))
             )
         if idx.shape[1] > self.context_length:
             raise ValueError(
-                f"idx has T={idx.shape[1]} positions, more than context_length="
-                f"{self.context_length}; feed the last ones, idx[:, -{self.context_length}:]"
+                error_text(
+                    "idx has T={T} positions, more than context_length={context_length}; "
+                    "feed the last ones, idx[:, -{context_length}:]"
+                ).format(T=idx.shape[1], context_length=self.context_length)
             )
         if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab_size):
             raise ValueError(
-                f"ids must lie in [0, {self.vocab_size}) for vocab_size={self.vocab_size}, got "
-                f"{int(idx.min())}..{int(idx.max())}; encode with the Vocab the model was built for"
+                error_text(
+                    "ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}, got "
+                    "{low}..{high}; encode with the Vocab the model was built for"
+                ).format(vocab_size=self.vocab_size, low=int(idx.min()), high=int(idx.max()))
             )
 
     @torch.no_grad()
@@ -144,7 +154,11 @@ class CharLM(nn.Module):
         """
         n = check_positive("max_new_tokens", max_new_tokens)
         if not isinstance(temperature, (int, float)) or temperature <= 0:
-            raise ValueError(f"temperature={temperature!r} must be > 0; 1.0 samples as trained")
+            raise ValueError(
+                error_text("temperature={temperature} must be > 0; 1.0 samples as trained").format(
+                    temperature=repr(temperature)
+                )
+            )
         was_training = self.training
         self.eval()
         for _step in range(n):
@@ -166,7 +180,11 @@ def evaluate_loss(model: CharLM, ids: torch.Tensor) -> float:
     T = model.context_length
     n = (len(ids) - 1) // T
     if n < 1:
-        raise ValueError(f"{len(ids)} ids are too few for one window of {T} plus its target")
+        raise ValueError(
+            error_text("{n} ids are too few for one window of {T} plus its target").format(
+                n=len(ids), T=T
+            )
+        )
     x = ids[: n * T].view(n, T)  # (n, T)
     y = ids[1 : n * T + 1].view(n, T)  # (n, T)
     was_training = model.training

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 import torch
 
 from ._checks import check_float_tensor, check_positive
+from .i18n import error_text
 
 # --- counting ----------------------------------------------------------------------------
 
@@ -101,8 +102,10 @@ def tiled_attention(
     T_q, T_k = q.shape[-2], k.shape[-2]
     if causal and T_q != T_k:
         raise ValueError(
-            f"causal tiled attention is self-attention: q has T={T_q} but k has T={T_k}; "
-            "pass causal=False for cross-attention"
+            error_text(
+                "causal tiled attention is self-attention: q has T={T_q} but k has T={T_k}; "
+                "pass causal=False for cross-attention"
+            ).format(T_q=T_q, T_k=T_k)
         )
     scale = 1.0 / math.sqrt(q.shape[-1])
     blocks = []
@@ -228,9 +231,11 @@ def loglog_slope(xs, ys) -> float:
     lx = [math.log(x) for x in xs]
     ly = [math.log(y) for y in ys]
     if len(lx) < 2:
-        raise ValueError(f"need at least two points to fit a slope, got {len(lx)}")
+        raise ValueError(
+            error_text("need at least two points to fit a slope, got {n}").format(n=len(lx))
+        )
     mx, my = statistics.fmean(lx), statistics.fmean(ly)
     sxx = sum((x - mx) ** 2 for x in lx)
     if sxx == 0:
-        raise ValueError("all x values are equal; measure at two or more sizes")
+        raise ValueError(error_text("all x values are equal; measure at two or more sizes"))
     return sum((x - mx) * (y - my) for x, y in zip(lx, ly)) / sxx

@@ -4,6 +4,8 @@ they may be so a back row reads them (``HeadGrid`` sizes its panels and margins 
 
 from __future__ import annotations
 
+from .i18n import error_text
+
 MIN_TICK_SIZE = 9  # points: the smallest token label a back row can still read
 ALL_LABELLED_UP_TO = 16  # up to this T every row and column is labelled (panels grow)
 LINE_PITCH = 1.12  # a label needs this many times its font size per row (no overlap)
@@ -26,7 +28,9 @@ def tick_labels(tokens, T: int, task: str | None = None) -> list[str]:
         tokens = tokens.tolist()
     tokens = list(tokens)
     if len(tokens) != T:
-        raise ValueError(f"got {len(tokens)} token labels for T={T} positions")
+        raise ValueError(
+            error_text("got {n} token labels for T={T} positions").format(n=len(tokens), T=T)
+        )
     if task is not None and all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
         from .tasks import token_labels
 

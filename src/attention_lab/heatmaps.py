@@ -66,7 +66,7 @@ def plot_heads(
     T = w.shape[-1]
     if causal:
         if mask is not None:
-            raise ValueError("pass either mask= or causal=True, not both")
+            raise ValueError(error_text("pass either mask= or causal=True, not both"))
         from .masks import causal_mask
 
         mask = causal_mask(T)

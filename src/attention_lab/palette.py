@@ -26,7 +26,7 @@ import operator
 from matplotlib import colormaps
 from matplotlib.colors import PowerNorm, to_rgb
 
-from .i18n import N_
+from .i18n import N_, error_text
 
 # Paul Tol, "muted" (https://personal.sron.nl/~pault/): rose, indigo, sand, green, cyan,
 # wine, teal, olive, purple. Neighbours differ in hue and lightness, so two heads never
@@ -69,9 +69,13 @@ def head_color(h: int) -> str:
     try:
         h = operator.index(h)
     except TypeError:
-        raise ValueError(f"head index h={h!r} must be a whole number such as 0, 1, 2") from None
+        raise ValueError(
+            error_text("head index h={h} must be a whole number such as 0, 1, 2").format(h=repr(h))
+        ) from None
     if h < 0:
-        raise ValueError(f"head index h={h} is negative; heads are numbered from 0")
+        raise ValueError(
+            error_text("head index h={h} is negative; heads are numbered from 0").format(h=h)
+        )
     return HEAD_COLORS[h % len(HEAD_COLORS)]
 
 

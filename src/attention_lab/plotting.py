@@ -28,6 +28,7 @@ from .arrays import to_numpy
 from .canvas import LabFigure, png_bytes, to_png
 from .headgrid import HeadGrid
 from .heatmaps import CausalWithoutMaskWarning, looks_causal, plot_heads
+from .i18n import error_text
 from .lines import plot_lines, plot_loss
 
 SHADES = " .:-=+*#%@"  # text heatmap, from weight 0 to weight 1
@@ -51,7 +52,11 @@ def text_heatmap(weights, tokens: Sequence[str] | None = None) -> str:
     """A (T, T) weight matrix as text: one character per weight, ' ' = 0 up to '@' = 1."""
     w = to_numpy(weights, float)
     if w.ndim != 2:
-        raise ValueError(f"text_heatmap takes one (T, T) matrix, got shape {w.shape}")
+        raise ValueError(
+            error_text("text_heatmap takes one (T, T) matrix, got shape {shape}").format(
+                shape=w.shape
+            )
+        )
     T = w.shape[0]
     tokens = [str(t) for t in (tokens if tokens is not None else range(T))]
     width = max(map(len, tokens))

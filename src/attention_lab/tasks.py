@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 
 from ._checks import check_positive
-from .i18n import N_, _
+from .i18n import N_, _, error_text
 
 TASKS = ("copy", "previous", "repeat", "lookup", "trigram")
 IGNORE_INDEX = -100  # targets with this value are left out of the loss and the accuracy
@@ -88,11 +88,22 @@ def task_name(task: str) -> str:
 def check_task(task: str, vocab_size: int | None = None) -> str:
     """``task`` if it is known (and its ids fit in ``vocab_size``), else a ValueError."""
     if task not in TASKS:
-        raise ValueError(f"task={task!r} is not known; use one of {TASKS}")
+        raise ValueError(
+            error_text("task={task} is not known; use one of {tasks}").format(
+                task=repr(task), tasks=TASKS
+            )
+        )
     if vocab_size is not None and vocab_size < MIN_VOCAB[task]:
         raise ValueError(
-            f"the {task} task needs vocab_size >= {MIN_VOCAB[task]} for its token ids, got "
-            f"vocab_size={vocab_size}; use vocab_size={TASK_SETTINGS[task]['vocab_size']}"
+            error_text(
+                "the {task} task needs vocab_size >= {least} for its token ids, got "
+                "vocab_size={vocab_size}; use vocab_size={usual}"
+            ).format(
+                task=task,
+                least=MIN_VOCAB[task],
+                vocab_size=vocab_size,
+                usual=TASK_SETTINGS[task]["vocab_size"],
+            )
         )
     return task
 
@@ -139,8 +150,10 @@ def make_batch(
         return _trigram_batch(n_rows, T, generator)
     if T < 2:
         raise ValueError(
-            f"the repeat task needs context_length >= 2 (one position is the separator), "
-            f"got context_length={T}; try 12"
+            error_text(
+                "the repeat task needs context_length >= 2 (one position is the separator), "
+                "got context_length={T}; try 12"
+            ).format(T=T)
         )
     m = repeat_offset(T)
     first = torch.randint(1, vocab_size, (n_rows, m), generator=generator)  # (N, m)
@@ -154,8 +167,10 @@ def make_batch(
 def _lookup_batch(n_rows: int, T: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
     if T < 2:
         raise ValueError(
-            f"the lookup task needs context_length >= 2 (a pair and a query), got "
-            f"context_length={T}; try 12"
+            error_text(
+                "the lookup task needs context_length >= 2 (a pair and a query), got "
+                "context_length={T}; try 12"
+            ).format(T=T)
         )
     n_pairs, n_keys = lookup_pairs(T), len(LOOKUP_KEYS)
     keys = torch.rand(n_rows, n_keys, generator=generator).argsort(dim=1)[:, :n_pairs]  # (N, P)

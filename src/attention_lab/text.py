@@ -17,6 +17,7 @@ from importlib.resources import files
 import torch
 
 from ._checks import check_positive
+from .i18n import error_text
 
 TEXT_FILE = "shakespeare.txt"
 
@@ -26,7 +27,9 @@ def load_text(name: str = TEXT_FILE) -> str:
     path = files("attention_lab").joinpath("data", name)
     if not path.is_file():
         raise FileNotFoundError(
-            f"attention_lab/data has no {name!r}; the chapter's text is {TEXT_FILE!r}"
+            error_text("attention_lab/data has no {name}; the chapter's text is {text}").format(
+                name=repr(name), text=repr(TEXT_FILE)
+            )
         )
     return path.read_text(encoding="utf-8")
 
@@ -36,7 +39,7 @@ class Vocab:
 
     def __init__(self, text: str):
         if not isinstance(text, str) or not text:
-            raise ValueError("Vocab needs a non-empty str to take its characters from")
+            raise ValueError(error_text("Vocab needs a non-empty str to take its characters from"))
         self.chars = sorted(set(text))
         self.index = {c: i for i, c in enumerate(self.chars)}
 
@@ -53,8 +56,10 @@ class Vocab:
         unknown = sorted(set(text) - set(self.index))
         if unknown:
             raise ValueError(
-                f"characters {unknown} are not in this vocabulary of {len(self)}; build the "
-                "Vocab from a text that contains them, or remove them first"
+                error_text(
+                    "characters {unknown} are not in this vocabulary of {size}; build the "
+                    "Vocab from a text that contains them, or remove them first"
+                ).format(unknown=unknown, size=len(self))
             )
         return torch.tensor([self.index[c] for c in text], dtype=torch.long)  # (N,)
 
@@ -63,7 +68,11 @@ class Vocab:
         ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
         bad = [i for i in ids if not 0 <= i < len(self)]
         if bad:
-            raise ValueError(f"ids {bad[:5]} are outside [0, {len(self)}) for this vocabulary")
+            raise ValueError(
+                error_text("ids {bad} are outside [0, {size}) for this vocabulary").format(
+                    bad=bad[:5], size=len(self)
+                )
+            )
         return "".join(self.chars[i] for i in ids)
 
 
@@ -71,8 +80,10 @@ def split(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, t
     """(train, val): the last ``val_fraction`` of ``ids`` is held out, the rest trains."""
     if not isinstance(val_fraction, (int, float)) or not 0.0 < val_fraction < 1.0:
         raise ValueError(
-            f"val_fraction={val_fraction!r} must lie strictly between 0 and 1; "
-            "0.1 holds out the last 10 % of the text"
+            error_text(
+                "val_fraction={val_fraction} must lie strictly between 0 and 1; "
+                "0.1 holds out the last 10 % of the text"
+            ).format(val_fraction=repr(val_fraction))
         )
     n_train = int(len(ids) * (1.0 - val_fraction))
     return ids[:n_train], ids[n_train:]  # (N_train,), (N_val,)
@@ -88,8 +99,10 @@ def get_batch(
     )
     if len(ids) < T + 1:
         raise ValueError(
-            f"the text has {len(ids)} ids, too few for windows of context_length={T} plus "
-            f"the next character; use context_length<={len(ids) - 1}"
+            error_text(
+                "the text has {n} ids, too few for windows of context_length={T} plus "
+                "the next character; use context_length<={most}"
+            ).format(n=len(ids), T=T, most=len(ids) - 1)
         )
     starts = torch.randint(len(ids) - T, (B,), generator=generator)  # (B,)
     offsets = torch.arange(T)  # (T,)
@@ -107,7 +120,11 @@ def bigram_log_probs(ids: torch.Tensor, vocab_size: int, smoothing: float = 1.0)
     """
     V = check_positive("vocab_size", vocab_size)
     if not isinstance(smoothing, (int, float)) or smoothing <= 0:
-        raise ValueError(f"smoothing={smoothing!r} must be > 0; 1.0 is add-one smoothing")
+        raise ValueError(
+            error_text("smoothing={smoothing} must be > 0; 1.0 is add-one smoothing").format(
+                smoothing=repr(smoothing)
+            )
+        )
     counts = torch.zeros(V * V, dtype=torch.float64)  # (V*V,)
     counts.index_add_(0, ids[:-1] * V + ids[1:], torch.ones(len(ids) - 1, dtype=torch.float64))
     counts = counts.view(V, V) + smoothing  # (V, V)

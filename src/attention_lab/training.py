@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from ._checks import check_positive
 from .config import FIELDS, TinyLMConfig
 from .device import cpu_threads
+from .i18n import error_text
 from .tasks import IGNORE_INDEX, TASK_SETTINGS, check_task, make_batch, rows_in, task_name
 from .tiny_lm import TinyLM
 
@@ -61,8 +62,10 @@ def evaluate(
     x, y, held_out = _eval_batch(model, task, n_rows, seed, exclude)
     if exclude is not None and not held_out:
         raise ValueError(
-            f"every one of the {n_rows} fresh {task!r} rows is in `exclude`: the task has too "
-            "few different rows for a held-out set; evaluate on a fresh batch (exclude=None)"
+            error_text(
+                "every one of the {n_rows} fresh {task} rows is in `exclude`: the task has too "
+                "few different rows for a held-out set; evaluate on a fresh batch (exclude=None)"
+            ).format(n_rows=n_rows, task=repr(task))
         )
     return _evaluate_rows(model, x, y)
 
@@ -211,7 +214,11 @@ def compare_n_heads(
     ``train_tiny_lm`` (config fields such as ``d_model``, or ``train`` options).
     """
     if metric not in ("loss", "accuracy"):
-        raise ValueError(f"metric={metric!r} is not known; use 'loss' or 'accuracy'")
+        raise ValueError(
+            error_text("metric={metric} is not known; use 'loss' or 'accuracy'").format(
+                metric=repr(metric)
+            )
+        )
     train_kwargs.setdefault("progress", False)
     return {
         h: [

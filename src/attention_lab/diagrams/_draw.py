@@ -15,6 +15,7 @@ from matplotlib.transforms import TransformedPatchPath
 from .._checks import as_size, check_heads
 from ..arrays import to_numpy
 from ..canvas import LabFigure
+from ..i18n import error_text
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_HATCH_COLOR,
@@ -40,10 +41,18 @@ def _size(name: str, value, low: int = 1, high: int | None = None, example: int 
     """``value`` as an int in [low, high], or a ValueError naming it and the fix."""
     size = as_size(value)
     if size is None or size < low or (high is not None and size > high):
-        where = f"between {low} and {high}" if high is not None else f">= {low}"
+        if high is not None:
+            text = error_text(
+                "{name}={value} must be a whole number between {low} and {high} for this "
+                "diagram; pass e.g. {name}={example}"
+            )
+        else:
+            text = error_text(
+                "{name}={value} must be a whole number >= {low} for this diagram; "
+                "pass e.g. {name}={example}"
+            )
         raise ValueError(
-            f"{name}={value!r} must be a whole number {where} for this diagram; "
-            f"pass e.g. {name}={example}"
+            text.format(name=name, value=repr(value), low=low, high=high, example=example)
         )
     return size
 
@@ -58,12 +67,21 @@ def _heads(D: int, H: int) -> int:
 def _weights(values, name: str, ndim: int) -> np.ndarray:
     w = to_numpy(values, float)
     if w.ndim != ndim:
-        raise ValueError(
-            f"{name} has shape {w.shape}, expected {ndim} dimension{'s' * (ndim > 1)}; "
-            f"pick one row/matrix first, e.g. {name}[0]"
-        )
+        if ndim > 1:
+            text = error_text(
+                "{name} has shape {shape}, expected {ndim} dimensions; "
+                "pick one row/matrix first, e.g. {name}[0]"
+            )
+        else:
+            text = error_text(
+                "{name} has shape {shape}, expected {ndim} dimension; "
+                "pick one row/matrix first, e.g. {name}[0]"
+            )
+        raise ValueError(text.format(name=name, shape=w.shape, ndim=ndim))
     if not np.all(np.isfinite(w)):
-        raise ValueError(f"{name} holds NaN or inf values; pass finite numbers")
+        raise ValueError(
+            error_text("{name} holds NaN or inf values; pass finite numbers").format(name=name)
+        )
     return w
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.patches import FancyArrowPatch
 
 from ..canvas import LabFigure
-from ..i18n import _
+from ..i18n import _, error_text
 from ..palette import LABEL_SIZE, TICK_SIZE, head_color, text_color_on
 from ._draw import NEUTRAL, _arrow, _box, _canvas, _label, _own_axes, _size, _title, _weights
 
@@ -28,17 +28,27 @@ def weighted_average(weights, tokens: Sequence[str] | None = None, query=None) -
     _size("T", T, 1, 24, example=6)
     if np.any(w < 0) or abs(w.sum() - 1) > 1e-3:
         raise ValueError(
-            f"weights sum to {w.sum():.4f} (min {w.min():.3f}); a weighted average needs "
-            "non-negative weights summing to 1: pass softmax(scores)"
+            error_text(
+                "weights sum to {total:.4f} (min {least:.3f}); a weighted average needs "
+                "non-negative weights summing to 1: pass softmax(scores)"
+            ).format(total=w.sum(), least=w.min())
         )
     tokens = [str(t) for t in (tokens if tokens is not None else range(T))]
     if len(tokens) != T:
-        raise ValueError(f"got {len(tokens)} tokens for {T} weights; pass one token per weight")
+        raise ValueError(
+            error_text("got {n} tokens for {T} weights; pass one token per weight").format(
+                n=len(tokens), T=T
+            )
+        )
     q = None
     if query is not None:
         if isinstance(query, str):
             if query not in tokens:
-                raise ValueError(f"query={query!r} is not one of the tokens {tokens}")
+                raise ValueError(
+                    error_text("query={query} is not one of the tokens {tokens}").format(
+                        query=repr(query), tokens=tokens
+                    )
+                )
             q = tokens.index(query)
         else:
             q = _size("query", query, 0, T - 1, example=0)

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from ..canvas import BLOCKED_HATCH, LabFigure, blocked_stripes, cell_image
-from ..i18n import _
+from ..i18n import _, error_text
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_LABEL,
@@ -97,7 +97,11 @@ def mask_before_vs_after(scores) -> LabFigure:
     s = _weights(scores, "scores", 2)
     T = s.shape[0]
     if s.shape != (T, T):
-        raise ValueError(f"scores have shape {s.shape}; pass one square (T, T) matrix")
+        raise ValueError(
+            error_text("scores have shape {shape}; pass one square (T, T) matrix").format(
+                shape=s.shape
+            )
+        )
     _size("T", T, 1, 8, example=5)
     blocked = np.triu(np.ones((T, T), bool), 1)
     before = np.exp(np.where(blocked, -np.inf, s) - s.max(axis=1, keepdims=True))
@@ -195,7 +199,11 @@ def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
     T = len(w)
     _size("T", T, 1, 16, example=6)
     if not isinstance(p, (int, float)) or not 0.0 <= float(p) < 1.0:
-        raise ValueError(f"p={p!r} must be in [0, 1): the probability of dropping a weight")
+        raise ValueError(
+            error_text("p={p} must be in [0, 1): the probability of dropping a weight").format(
+                p=repr(p)
+            )
+        )
     rng = np.random.default_rng(seed)
     keep = rng.random(T) >= p
     scale = 1.0 / (1.0 - p)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from matplotlib.patches import Circle, Rectangle
 
 from ..canvas import LabFigure
-from ..i18n import _
+from ..i18n import _, error_text
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
 from ._draw import ARROW, EDGE, _arrow, _label, _suptitle, _text
 from ._roadmap_parts import CHAPTER_FILL, HIGHLIGHT, LEFT_OUT, NOTEBOOKS, PARTS, STEPS, _badge
@@ -33,9 +33,17 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     """
     if highlight is not None:
         if isinstance(highlight, bool) or not isinstance(highlight, int):
-            raise ValueError(f"highlight={highlight!r} must be a notebook number 1..9 or None")
+            raise ValueError(
+                error_text("highlight={highlight} must be a notebook number 1..9 or None").format(
+                    highlight=repr(highlight)
+                )
+            )
         if highlight not in NOTEBOOKS:
-            raise ValueError(f"highlight={highlight} is not a notebook of the chapter; pass 1..9")
+            raise ValueError(
+                error_text(
+                    "highlight={highlight} is not a notebook of the chapter; pass 1..9"
+                ).format(highlight=highlight)
+            )
     lit = set(PARTS.get(highlight, ()))
     width, height = 11.0, 7.2
     fig = LabFigure(figsize=(width, height), dpi=DPI)

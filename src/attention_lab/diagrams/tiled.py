@@ -10,7 +10,7 @@ from matplotlib.patches import Rectangle
 
 from ..arrays import to_numpy
 from ..canvas import LabFigure
-from ..i18n import _
+from ..i18n import _, error_text
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, head_color
 from ._draw import NEUTRAL, _box, _canvas, _label, _size, _suptitle, _weights
 
@@ -46,7 +46,9 @@ def online_softmax_steps(scores, tile: int, values=None) -> list[dict]:
         v = to_numpy(values, float)
         if v.ndim not in (1, 2) or v.shape[0] != T:
             raise ValueError(
-                f"values have shape {v.shape}; pass one value per key: ({T},) or ({T}, d)"
+                error_text(
+                    "values have shape {shape}; pass one value per key: ({T},) or ({T}, d)"
+                ).format(shape=v.shape, T=T)
             )
     m, l, acc = -math.inf, 0.0, None if v is None else np.zeros(v.shape[1:])
     steps = []
@@ -112,8 +114,10 @@ def tiled_softmax(
     n = math.ceil(T / tile)
     if n > 8:
         raise ValueError(
-            f"T={T} with tile={tile} makes {n} steps, too many to draw; "
-            f"pass a larger tile (e.g. tile={math.ceil(T / 8)})"
+            error_text(
+                "T={T} with tile={tile} makes {n} steps, too many to draw; "
+                "pass a larger tile (e.g. tile={larger})"
+            ).format(T=T, tile=tile, n=n, larger=math.ceil(T / 8))
         )
     if step is not None:
         step = _size("step", step, 0, n - 1, example=0)
@@ -122,7 +126,10 @@ def tiled_softmax(
     v = default_v if values is None else _weights(values, "values", 1)
     if len(s) != T or len(v) != T:
         raise ValueError(
-            f"got {len(s)} scores and {len(v)} values for T={T} keys; pass one of each per key"
+            error_text(
+                "got {n_scores} scores and {n_values} values for T={T} keys; "
+                "pass one of each per key"
+            ).format(n_scores=len(s), n_values=len(v), T=T)
         )
     steps = online_softmax_steps(s, tile, v)
     shown = n if step is None else step + 1  # table rows filled in
