@@ -102,8 +102,9 @@ def test_the_font_has_every_character_the_translations_use_and_stays_small():
     have = shipped_characters(ROOT)
     assert needed_characters(ROOT) <= have
     assert "屏" in have and "蔽" in have
-    size = i18n.FONT_FILE.stat().st_size
-    assert size < 600_000, f"the subset font grew to {size:,} bytes"
+    assert shipped_characters(ROOT, "Bold") == have
+    size = sum(path.stat().st_size for path in i18n.FONT_FILES)
+    assert size < 800_000, f"the two subset fonts grew to {size:,} bytes"
     assert (i18n.FONT_DIR / "OFL.txt").read_text(encoding="utf-8").count("SIL OPEN FONT") >= 1
 
 
@@ -126,6 +127,7 @@ def test_the_wheel_carries_the_catalogue_and_the_font(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "attention_lab/locale/zh_CN/LC_MESSAGES/attention_lab.mo" in names
     assert "attention_lab/fonts/AttentionLabSansSC-Regular.otf" in names
+    assert "attention_lab/fonts/AttentionLabSansSC-Bold.otf" in names
     assert "attention_lab/fonts/OFL.txt" in names
 
 
@@ -141,11 +143,32 @@ def test_chinese_text_draws_without_a_missing_glyph(zh):
     sample = "".join(sorted(needed_characters(ROOT)))
     fig, ax = plt.subplots(figsize=(8, 2))
     for i in range(0, len(sample), 60):
-        ax.text(0, 1 - i / len(sample), sample[i : i + 60], fontsize=6)
-    with warnings.catch_warnings():
+        for weight in ("normal", "bold"):
+            ax.text(0, 1 - i / len(sample), sample[i : i + 60], fontsize=6, weight=weight)
+    with warnings.catch_warnings(), _no_font_log() as log:
         warnings.simplefilter("error")  # "Glyph ... missing from font(s)" is a UserWarning
         fig.canvas.draw()
+    assert not log, log  # "findfont: Failed to find font weight bold ..." is a logged warning
     plt.close(fig)
+
+
+class _no_font_log:
+    """Collect matplotlib.font_manager's logged warnings inside the block."""
+
+    def __enter__(self):
+        import logging
+
+        self.records: list[str] = []
+        self.handler = logging.Handler()
+        self.handler.emit = lambda record: self.records.append(record.getMessage())
+        logging.getLogger("matplotlib.font_manager").addHandler(self.handler)
+        return self.records
+
+    def __exit__(self, *exc):
+        import logging
+
+        logging.getLogger("matplotlib.font_manager").removeHandler(self.handler)
+        return False
 
 
 def test_english_figures_use_matplotlibs_default_font_again():

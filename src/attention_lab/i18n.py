@@ -34,6 +34,7 @@ LANGUAGES = ("en", "zh_CN")
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 FONT_DIR = Path(__file__).resolve().parent / "fonts"
 FONT_FILE = FONT_DIR / "AttentionLabSansSC-Regular.otf"
+FONT_FILES = (FONT_FILE, FONT_DIR / "AttentionLabSansSC-Bold.otf")  # regular and bold
 FONT_FAMILY = "Attention Lab Sans SC"  # the subset's family name (renamed: it is modified)
 LATIN_FAMILY = "DejaVu Sans"  # matplotlib's default, so Latin text looks as in English
 
@@ -159,7 +160,8 @@ def _apply_fonts() -> None:
     from matplotlib import font_manager
 
     if not _font_registered:
-        font_manager.fontManager.addfont(str(FONT_FILE))
+        for path in FONT_FILES:
+            font_manager.fontManager.addfont(str(path))
         _font_registered = True
     if _saved_family is None:
         _saved_family = list(matplotlib.rcParams["font.family"])

@@ -14,12 +14,10 @@ from pathlib import Path
 
 from .common import LOCALE, TranslationError, load_catalogue
 
-SOURCE_FONTS = (
-    Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),
-    Path("/usr/share/fonts/opentype/noto/NotoSansCJKsc-Regular.otf"),
-)
+WEIGHTS = ("Regular", "Bold")  # bold: the figures' titles and emphasised labels
 SOURCE_FAMILY = "Noto Sans CJK SC"
-FONT_PATH = Path("src/attention_lab/fonts/AttentionLabSansSC-Regular.otf")
+FONT_DIR = Path("src/attention_lab/fonts")
+FONT_PATH = FONT_DIR / "AttentionLabSansSC-Regular.otf"
 LICENCE_PATH = Path("src/attention_lab/fonts/OFL.txt")
 FAMILY = "Attention Lab Sans SC"
 # Always present, so a learner's own figure can use the usual CJK punctuation.
@@ -58,19 +56,28 @@ def _is_cjk(c: str) -> bool:
     return any(lo <= ord(c) <= hi for lo, hi in _RANGES) and not c.isspace()
 
 
-def shipped_characters(root: Path) -> set[str]:
+def font_path(weight: str) -> Path:
+    return FONT_DIR / f"AttentionLabSansSC-{weight}.otf"
+
+
+def source_fonts(weight: str) -> tuple[Path, ...]:
+    base = Path("/usr/share/fonts/opentype/noto")
+    return (base / f"NotoSansCJK-{weight}.ttc", base / f"NotoSansCJKsc-{weight}.otf")
+
+
+def shipped_characters(root: Path, weight: str = "Regular") -> set[str]:
     from fontTools.ttLib import TTFont
 
-    path = root / FONT_PATH
+    path = root / font_path(weight)
     if not path.exists():
         return set()
     return {chr(c) for c in TTFont(path)["cmap"].getBestCmap()}
 
 
-def _source_font():
+def _source_font(weight: str):
     from fontTools.ttLib import TTCollection, TTFont
 
-    for path in SOURCE_FONTS:
+    for path in source_fonts(weight):
         if not path.exists():
             continue
         fonts = TTCollection(str(path)).fonts if path.suffix == ".ttc" else [TTFont(str(path))]
@@ -79,21 +86,28 @@ def _source_font():
                 return font
     raise TranslationError(
         "the Chinese text uses characters the shipped font lacks, and no source font to "
-        f"subset was found ({', '.join(map(str, SOURCE_FONTS))}): install Debian's "
+        f"subset was found ({', '.join(map(str, source_fonts(weight)))}): install Debian's "
         "fonts-noto-cjk (apt-get install fonts-noto-cjk) and run `make translations` again"
     )
 
 
 def build_font(root: Path) -> list[str]:
-    """Write the subset when the needed characters changed; else leave the file alone
-    (fontTools stamps a modification time, so rewriting would change the bytes)."""
+    """Write each weight's subset when the needed characters changed; else leave the file
+    alone (fontTools stamps a modification time, so rewriting would change the bytes)."""
     need = needed_characters(root)
-    have = shipped_characters(root)
-    if have == need:
-        return [f"{FONT_PATH}: already current ({len(have)} characters)"]
+    report = []
+    for weight in WEIGHTS:
+        if shipped_characters(root, weight) == need:
+            report.append(f"{font_path(weight)}: already current ({len(need)} characters)")
+        else:
+            report.append(_build_one(root, weight, need))
+    return report
+
+
+def _build_one(root: Path, weight: str, need: set[str]) -> str:
     from fontTools import subset
 
-    font = _source_font()
+    font = _source_font(weight)
     options = subset.Options()
     options.layout_features = ["vert", "vrt2"]  # none needed for horizontal labels
     options.hinting = False
@@ -103,38 +117,44 @@ def build_font(root: Path) -> list[str]:
     subsetter = subset.Subsetter(options)
     subsetter.populate(unicodes=sorted(ord(c) for c in need))
     subsetter.subset(font)
-    _rename(font)
-    target = root / FONT_PATH
+    _rename(font, weight)
+    target = root / font_path(weight)
     target.parent.mkdir(parents=True, exist_ok=True)
     font.save(str(target))
-    return [f"wrote {FONT_PATH}: {len(need)} characters, {target.stat().st_size:,} bytes"]
+    return f"wrote {font_path(weight)}: {len(need)} characters, {target.stat().st_size:,} bytes"
 
 
-def _rename(font) -> None:
+def _rename(font, weight: str) -> None:
     """A modified OFL font must not keep its name if it is reserved; we rename it anyway,
     so it never shadows a full Noto Sans CJK SC the reader has installed."""
     names = font["name"]
+    postscript = FAMILY.replace(" ", "") + "-" + weight
     for record in names.names:
-        if record.nameID in (1, 4, 16):
-            record.string = FAMILY if record.nameID != 4 else FAMILY + " Regular"
+        if record.nameID in (1, 16):
+            record.string = FAMILY
+        elif record.nameID == 4:
+            record.string = f"{FAMILY} {weight}"
         elif record.nameID == 6:
-            record.string = FAMILY.replace(" ", "") + "-Regular"
+            record.string = postscript
         elif record.nameID == 3:
-            record.string = FAMILY + " subset"
+            record.string = f"{FAMILY} {weight} subset"
     if "CFF " in font:
         cff = font["CFF "].cff
-        cff.fontNames = [FAMILY.replace(" ", "") + "-Regular"]
+        cff.fontNames = [postscript]
         top = cff.topDictIndex[0]
         top.FamilyName = FAMILY
-        top.FullName = FAMILY + " Regular"
+        top.FullName = f"{FAMILY} {weight}"
 
 
 def check_font(root: Path) -> list[str]:
-    missing = needed_characters(root) - shipped_characters(root)
-    if not missing:
-        return []
-    sample = "".join(sorted(missing)[:20])
-    return [
-        f"{FONT_PATH} lacks {len(missing)} characters the translations use ({sample}…): "
-        "run `make translations` (needs Debian's fonts-noto-cjk)"
-    ]
+    found = []
+    need = needed_characters(root)
+    for weight in WEIGHTS:
+        missing = need - shipped_characters(root, weight)
+        if missing:
+            sample = "".join(sorted(missing)[:20])
+            found.append(
+                f"{font_path(weight)} lacks {len(missing)} characters the translations use "
+                f"({sample}…): run `make translations` (needs Debian's fonts-noto-cjk)"
+            )
+    return found
