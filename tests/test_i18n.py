@@ -10,6 +10,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
+import polib
 import pytest
 
 import attention_lab
@@ -207,3 +208,25 @@ def test_every_chinese_figure_differs_from_the_english_one(path):
     assert len(chinese) == len(english), "the two editions draw different numbers of figures"
     same = [cell for cell, png in chinese if english.get(cell) == png]
     assert not same, f"cells {same} draw the English figure in the Chinese edition"
+
+
+def test_the_glossary_check_reads_the_librarys_catalogues_too(tmp_path):
+    import shutil
+
+    from i18n.glossary import glossary_check
+
+    assert [f for f in glossary_check(ROOT, []) if "/library/" in f] == []
+    copy = tmp_path / "repo"
+    (copy / "i18n" / "zh_CN" / "library").mkdir(parents=True)
+    shutil.copy(ROOT / "i18n" / "glossary.tsv", copy / "i18n" / "glossary.tsv")
+    planted = polib.POFile(wrapwidth=0)
+    planted.append(
+        polib.POEntry(
+            msgid="the causal mask blocks the future",
+            msgstr="causal mask 屏蔽未来",  # English term left in the Chinese
+            occurrences=[("src/attention_lab/masks.py", "1")],
+        )
+    )
+    planted.save(str(copy / "i18n" / "zh_CN" / "library" / "figures.po"))
+    found = glossary_check(copy, [])
+    assert any("masks.py:1" in f and "因果掩码" in f for f in found), found

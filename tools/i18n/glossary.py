@@ -16,6 +16,8 @@ from pathlib import Path
 from .common import LANG_DIR, LOCALE, TranslationError, catalogue_path, load_catalogue
 
 DOCUMENT_CATALOGUES = f"i18n/{LOCALE}/teaching/*.po"
+# the library's own text (checker feedback, figure labels, the explorer, printed tables)
+LIBRARY_CATALOGUES = f"i18n/{LOCALE}/library/*.po"
 DOCUMENT_FILES = (f"teaching/{LANG_DIR}/*.md",)
 
 # ---------------------------------------------------------------- glossary
@@ -61,6 +63,16 @@ _NOT_PROSE = [
 ]
 
 
+# In the library's messages code is plain text: a run of ASCII holding a code character
+# (``scores.masked_fill(mask, ...)``, ``blocked = (j > i)``, ``{placeholder}``) is code.
+_CODE_RUN = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+_CODE_CHARS = re.compile(r"[()\[\]=_.@*{}<>|&'\"/:]")
+
+
+def _without_code(text: str) -> str:
+    return _CODE_RUN.sub(lambda m: " " if _CODE_CHARS.search(m.group(0)) else m.group(0), text)
+
+
 def prose_of(text: str) -> str:
     for pattern in _NOT_PROSE:
         text = pattern.sub(" ", text)
@@ -78,8 +90,9 @@ def _term_pattern(english: str) -> re.Pattern:
 
 
 def document_sources(root: Path) -> tuple[list[Path], list[Path]]:
-    """The catalogues and the hand-written files of the Chinese teaching text and README."""
-    catalogues = sorted(root.glob(DOCUMENT_CATALOGUES))
+    """The catalogues and the hand-written files of the Chinese teaching text and README,
+    and the library's catalogues."""
+    catalogues = sorted(root.glob(DOCUMENT_CATALOGUES)) + sorted(root.glob(LIBRARY_CATALOGUES))
     files = sorted(p for pattern in DOCUMENT_FILES for p in root.glob(pattern))
     return catalogues, files
 
@@ -144,12 +157,17 @@ def glossary_check(root: Path, notebooks: list[Path], documents: bool = True) ->
 
     def catalogue_findings(cat: Path, unit: str) -> list[str]:
         found = []
+        library = cat.parent.name == "library"
         for entry in load_catalogue(cat):
             if entry.obsolete or not entry.msgstr or "fuzzy" in entry.flags:
                 continue
             cell = entry.occurrences[0][1] if entry.occurrences else "?"
             where = f"{cat.relative_to(root)} {unit} {cell}"
-            found += findings(where, entry.msgstr, entry.msgid, entry.tcomment or "")
+            chinese, english = entry.msgstr, entry.msgid
+            if library:  # plain text: code is not marked, so drop it
+                where = f"{cat.relative_to(root)} {':'.join(entry.occurrences[0])}"
+                chinese, english = _without_code(chinese), _without_code(english)
+            found += findings(where, chinese, english, entry.tcomment or "")
         return found
 
     found = []
