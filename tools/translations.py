@@ -4,6 +4,7 @@
     python tools/translations.py build [--run]     # catalogues -> notebooks/zh-CN/<name>.ipynb
     python tools/translations.py check             # exit 1 on untranslated/fuzzy/stale/out-of-date
     python tools/translations.py glossary-check    # exit 1 on an English glossary term in Chinese
+    python tools/translations.py english-words     # English words zh-CN still prints, per notebook
 
 With no notebook paths, `update`, `build` and `check` also do the library's own text
 (gettext domain attention_lab, i18n/zh_CN/library/*.po -> src/attention_lab/locale/, see
@@ -20,18 +21,31 @@ Crowdin) can be used. Entries are keyed by the English text:
   (the Colab badge cell is generated, not translated);
 - msgctxt "code-comment": one entry per prose comment in a code cell, msgid = the comment text
   after "# ". A leading shape such as "(B, T, D)" stays outside the entry; comments that are only
-  shapes, code or a single word (a token label such as "# cat") are not extracted. Code is never
-  translated.
+  shapes, code or a single word (a token label such as "# cat") are not extracted;
+- msgctxt "code-string": one entry per user-visible string literal of a code cell (two or more
+  English words; or a print() argument, a title=/titles=/suptitle=/label=/xlabel=/ylabel=/
+  legend=/names=/description= value, a docstring), msgid = the literal's source text with its
+  prefix and quotes, e.g. f"loss {loss:.3f} after {n} steps". The translation is a literal too,
+  f"{n} 步后损失 {loss:.3f}": of the same kind (f-string or not) with the same placeholders.
+  Strings the code uses in logic (keys, comparisons, search strings, behaviour keywords such as
+  loc= or task=, text fed to a model) and strings that look like code are never extracted
+  (tools/i18n/extract.py, code_strings). Other code is never translated.
 
 `update` merges as msgmerge does: an English text that changed finds its closest old entry
 (difflib ratio >= FUZZY_RATIO), whose translation is carried over and flagged fuzzy with the old
 English kept as "#| msgid"; entries no longer used are kept as obsolete ("#~") when translated.
 In occurrences, the number after the notebook name is the cell index, not a line.
 
-`build` writes the English notebook with every markdown cell and code comment replaced by its
-translation (code, outputs and metadata unchanged; the badge points at notebooks/zh-CN/;
-relative links to files outside notebooks/ get one more "../"). It refuses when an entry is
-untranslated or fuzzy unless --allow-untranslated (which leaves the English, for testing).
+`build` writes the English notebook with every markdown cell, code comment and code string
+replaced by its translation (other code, outputs and metadata unchanged; the badge points at
+notebooks/zh-CN/; relative links to files outside notebooks/ get one more "../"; the Colab
+setup cell ends with `attention_lab.set_language("zh_CN")`, so the library speaks Chinese too).
+It refuses when an entry is untranslated or fuzzy unless --allow-untranslated (which leaves
+the English, for testing), and when a code string's translation is not a literal of the same
+kind with the same placeholders (the error names the notebook, the cell and the entry).
+
+`english-words` reports, per Chinese notebook, the English words its stdout outputs still
+print (tools/i18n/english_words.py; names such as True, SDPA, MiB are allowed).
 
 Between an English change and its translation, `build --allow-pending` and
 `check --allow-pending` accept entries that `update` has marked for retranslation (fuzzy or
@@ -72,6 +86,7 @@ from i18n.common import (  # noqa: E402
     read_notebook,
     translated_path,
 )
+from i18n.english_words import report as english_words_report  # noqa: E402
 from i18n.extract import (  # noqa: E402
     Comment,
     Message,
@@ -102,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (for tests)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("update", "build", "check", "glossary-check"):
+    for name in ("update", "build", "check", "glossary-check", "english-words"):
         p = sub.add_parser(name)
         p.add_argument("notebooks", nargs="*", help="English notebooks (default: all)")
         if name == "build":
@@ -153,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                 lines += [
                     f"{name}: {n} entries marked for retranslation" for name, n in waiting.items()
                 ]
+        elif args.command == "english-words":  # a report: how much English zh-CN still prints
+            lines, failed = english_words_report(root, notebooks), False
         else:
             lines = glossary_check(root, notebooks)
             failed = bool(lines)

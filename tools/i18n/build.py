@@ -12,6 +12,7 @@ import polib
 from notebook_io import write_notebook
 
 from .common import (
+    CODE_STRING,
     COMMENT,
     LANG_DIR,
     MARKDOWN,
@@ -21,7 +22,15 @@ from .common import (
     read_notebook,
     translated_path,
 )
-from .extract import Message, extract, is_generated, replace_comments
+from .extract import (
+    Message,
+    extract,
+    is_generated,
+    literal_problem,
+    notebook_context,
+    parse_cell,
+    replace_code,
+)
 
 
 def _import_badges():
@@ -88,6 +97,26 @@ def problems(po: polib.POFile, messages: list[Message]) -> dict[str, list[str]]:
     return out
 
 
+def literal_problems(po: polib.POFile, messages: list[Message], name: str) -> list[str]:
+    """Each translated code-string entry whose msgstr cannot stand in for the English literal."""
+    table = _lookup(po)
+    out = []
+    for msg in messages:
+        entry = table.get((msg.msgctxt, msg.msgid))
+        if msg.msgctxt != CODE_STRING or entry is None or not entry.msgstr:
+            continue
+        if "fuzzy" in entry.flags:
+            continue
+        why = literal_problem(msg.msgid, entry.msgstr)
+        if why:
+            out.append(
+                f"{name} cell {msg.cells[0]} [code-string] {_short(msg.msgid, 60)}: {why} "
+                f"(fix msgstr {_short(entry.msgstr, 60)!r} in i18n/zh_CN/"
+                f"{name.removesuffix('.ipynb')}.po)"
+            )
+    return out
+
+
 def _short(text: str, n: int = 70) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -96,6 +125,13 @@ def _short(text: str, n: int = 70) -> str:
 # Shown at the top of a Chinese notebook while some of its text keeps the English because
 # the English changed after it was translated (fuzzy) or is new (untranslated): the reader
 # sees that the translation is behind, instead of a silently stale one.
+# Added to the end of the Colab setup cell (tagged colab-setup) of every Chinese notebook: the
+# library's own text (figures, checker feedback, tables it prints) in Chinese too.
+SET_LANGUAGE = (
+    "\n\nimport attention_lab\n\n"
+    'attention_lab.set_language("zh_CN")  # 图、检查器反馈和库打印的表格都用中文'
+)
+
 PENDING_NOTICE = (
     "\n\n> **译文待更新：** 英文版修改后，本笔记本有 {n} 处文字尚未重新翻译，暂以英文原文显示"
     "（i18n/zh_CN/{stem}.po 中标为 fuzzy 或未翻译的条目）。"
@@ -116,9 +152,20 @@ def translate_notebook(nb, po: polib.POFile, name: str, notebook_names: set[str]
             return text
         return entry.msgstr
 
+    def literal(index: int, text: str) -> str:
+        new = tr(CODE_STRING, text)
+        why = literal_problem(text, new) if new != text else None
+        if why:
+            raise TranslationError(
+                f"{name} cell {index} [code-string] {_short(text, 60)}: {why} "
+                f"(fix its msgstr in i18n/zh_CN/{name.removesuffix('.ipynb')}.po)"
+            )
+        return new
+
     out = copy.deepcopy(nb)
+    context = notebook_context(nb)
     title = None
-    for cell in out["cells"]:
+    for index, cell in enumerate(out["cells"]):
         if cell["cell_type"] == "markdown":
             if is_generated(cell):
                 cell["source"] = badges.badge_source(f"{LANG_DIR}/{name}")
@@ -126,7 +173,22 @@ def translate_notebook(nb, po: polib.POFile, name: str, notebook_names: set[str]
                 cell["source"] = fix_links(tr(MARKDOWN, cell["source"]), notebook_names)
                 title = cell if title is None else title
         elif cell["cell_type"] == "code":
-            cell["source"] = replace_comments(cell["source"], lambda t: tr(COMMENT, t))
+            source = replace_code(
+                cell["source"],
+                lambda t: tr(COMMENT, t),
+                lambda s, i=index: literal(i, s.text),
+                context,
+            )
+            if "colab-setup" in cell.get("metadata", {}).get("tags", []):
+                source = source.rstrip("\n") + SET_LANGUAGE
+            try:
+                parse_cell(source)
+            except SyntaxError as err:
+                raise TranslationError(
+                    f"{name} cell {index}: the translated code does not parse ({err}); check "
+                    "the cell's code-string and code-comment translations"
+                ) from err
+            cell["source"] = source
     if pending and title is not None:
         stem = name.removesuffix(".ipynb")
         title["source"] = title["source"].rstrip("\n") + PENDING_NOTICE.format(n=pending, stem=stem)
@@ -143,7 +205,11 @@ def build_one(
     po = load_catalogue(catalogue_path(root, path))
     if not catalogue_path(root, path).exists() and not allow_untranslated:
         raise TranslationError(f"{path.name}: no catalogue; run `translations.py update` first")
-    bad = problems(po, extract(nb))
+    messages = extract(nb)
+    broken = literal_problems(po, messages, path.name)
+    if broken:
+        raise TranslationError("\n".join(broken))
+    bad = problems(po, messages)
     if allow_pending and not allow_untranslated:
         bad = {"missing": bad["missing"], "untranslated": [], "fuzzy": []}
     if any(bad.values()) and not allow_untranslated:

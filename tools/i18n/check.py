@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .build import problems, translate_notebook
-from .common import LANG_DIR, catalogue_path, load_catalogue, read_notebook, translated_path
+from .build import literal_problems, problems, translate_notebook
+from .common import (
+    LANG_DIR,
+    TranslationError,
+    catalogue_path,
+    load_catalogue,
+    read_notebook,
+    translated_path,
+)
 from .extract import extract
 
 # ---------------------------------------------------------------- check
@@ -40,6 +47,8 @@ def check(root: Path, notebooks: list[Path], allow_pending: bool = False) -> lis
         po = load_catalogue(cat)
         messages = extract(nb)
         bad = problems(po, messages)
+        broken = literal_problems(po, messages, path.name)
+        found += broken
         for line in bad["missing"]:
             found.append(f"{path.name}: English changed after its translation, {line}")
         if not allow_pending:
@@ -56,7 +65,13 @@ def check(root: Path, notebooks: list[Path], allow_pending: bool = False) -> lis
         if not target.exists():
             found.append(f"{path.name}: {target.relative_to(root)} missing (run `build`)")
             continue
-        want = _sources(translate_notebook(nb, po, path.name, names))
+        if broken:
+            continue
+        try:
+            want = _sources(translate_notebook(nb, po, path.name, names))
+        except TranslationError as err:
+            found.append(str(err))
+            continue
         have = _sources(read_notebook(target))
         if want != have:
             if len(want) != len(have):

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LANG_DIR = "zh-CN"  # notebooks/zh-CN/
 LOCALE = "zh_CN"  # i18n/zh_CN/
 FUZZY_RATIO = 0.6
-MARKDOWN, COMMENT = "markdown", "code-comment"
+MARKDOWN, COMMENT, CODE_STRING = "markdown", "code-comment", "code-string"
 HEADER = {
     "Project-Id-Version": "attention-lab",
     "Language": LOCALE,

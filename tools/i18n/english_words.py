@@ -1,0 +1,68 @@
+"""`english-words`: how much English a reader of the Chinese notebooks still sees printed.
+
+Counts the English words (two or more Latin letters, not part of an identifier or a call) in
+the stdout stream outputs of notebooks/zh-CN/*.ipynb, less the words in ALLOWED: names and
+units that stay as they are in the Chinese text too (see i18n/glossary.tsv).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from .common import LANG_DIR, read_notebook
+
+WORD = re.compile(r"(?<![\w.])[A-Za-z]{2,}(?![\w(])")
+
+# Words a Chinese reader is meant to see in English; each with its reason.
+ALLOWED = {
+    # Python values as Python prints them
+    "True", "False", "None", "inf", "nan", "tensor", "dtype", "grad_fn", "torch",
+    "float32", "float64", "bool", "int64", "device", "cpu", "meta", "requires_grad",
+    # terms the glossary keeps in English
+    "softmax", "token", "tokens", "dropout", "SDPA", "SEP", "MLP", "LM", "id",
+    # units and notation
+    "MiB", "ms", "nats", "GFLOP", "ln", "log", "exp", "var", "sqrt", "max", "sum",
+    # names of the library's classes and functions, printed as code
+    "CausalAttention", "MultiHeadAttention", "MultiHeadSelfAttention", "TinyLM", "CharLM",
+    "attention_lab", "attend", "masked_fill", "state_dict", "is_causal",
+}  # fmt: skip
+
+
+def english_words(nb: dict) -> Counter:
+    """The English words in a notebook's stdout stream outputs, ALLOWED ones excluded."""
+    found: Counter = Counter()
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                text = output["text"]
+                text = text if isinstance(text, str) else "".join(text)
+                found.update(w for w in WORD.findall(text) if w not in ALLOWED)
+    return found
+
+
+def english_word_counts(root: Path, notebooks: list[Path]) -> dict[str, Counter]:
+    """Per Chinese notebook (by name), its English words; notebooks not built are left out."""
+    out = {}
+    for path in notebooks:
+        target = root / "notebooks" / LANG_DIR / path.name
+        if target.exists():
+            out[path.name] = english_words(read_notebook(target))
+    return out
+
+
+def report(root: Path, notebooks: list[Path], top: int = 8) -> list[str]:
+    counts = english_word_counts(root, notebooks)
+    lines = []
+    for name, words in counts.items():
+        common = ", ".join(f"{w} {n}" for w, n in words.most_common(top))
+        tail = f" ({common})" if common else ""
+        lines.append(f"{name}: {sum(words.values())} English words{tail}")
+    total = sum(sum(w.values()) for w in counts.values())
+    everywhere = sum(counts.values(), Counter())
+    lines.append(
+        f"total: {total} English words in stdout; most common: "
+        + ", ".join(f"{w} {n}" for w, n in everywhere.most_common(2 * top))
+    )
+    return lines
