@@ -17,16 +17,18 @@ WORD = re.compile(r"(?<![\w.])[A-Za-z]{2,}(?![\w(])")
 
 # Words a Chinese reader is meant to see in English; each with its reason.
 ALLOWED = {
-    # Python values as Python prints them
-    "True", "False", "None", "inf", "nan", "tensor", "dtype", "grad_fn", "torch",
-    "float32", "float64", "bool", "int64", "device", "cpu", "meta", "requires_grad",
-    # terms the glossary keeps in English
-    "softmax", "token", "tokens", "dropout", "SDPA", "SEP", "MLP", "LM", "id",
+    # Python and PyTorch values and reprs as they print: tensor([...]), Linear(..., bias=True),
+    # LayerNorm(..., eps=1e-05), Dropout(p=0.0, inplace=False), dtypes and devices
+    "True", "False", "None", "inf", "nan", "tensor", "dtype", "device", "torch", "bias", "eps",
+    "inplace", "float32", "float64", "bool", "int64", "cpu", "meta", "requires_grad", "nn",
+    # terms the glossary (i18n/glossary.tsv) keeps in English
+    "softmax", "token", "tokens", "dropout", "buffer", "epoch", "SDPA", "SEP", "MLP", "LM", "id",
     # units and notation
-    "MiB", "ms", "nats", "GFLOP", "ln", "log", "exp", "var", "sqrt", "max", "sum",
-    # names of the library's classes and functions, printed as code
-    "CausalAttention", "MultiHeadAttention", "MultiHeadSelfAttention", "TinyLM", "CharLM",
-    "attention_lab", "attend", "masked_fill", "state_dict", "is_causal",
+    "MiB", "ms", "nats", "GFLOP", "ln", "log", "exp", "var", "sqrt", "max", "sum", "grad", "dL",
+    "dq", "ds",  # |grad|, |dL/dq|: maths written as code
+    # names of classes, functions and errors, printed as code (a reader searches for them)
+    "CausalAttention", "SingleHeadAttention", "MultiHeadAttention", "MultiHeadSelfAttention",
+    "TinyLM", "CharLM", "GPT", "NotImplementedError", "attend", "masked_fill", "is_causal",
 }  # fmt: skip
 
 
