@@ -508,12 +508,6 @@ def test_every_english_notebook_has_a_catalogue():
     assert english == {p.stem for p in CATALOGUES}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="glossary.py reads code-string entries as prose: their placeholders and names "
-    "({history.final_loss}, attention_lab.attention) are code; it should pass them through "
-    "extract.literal_prose (a 7-line patch for glossary.py's owner); then drop this mark",
-)
 def test_real_catalogues_follow_the_glossary():
     english = sorted((ROOT / "notebooks").glob("*.ipynb"))
     assert tr.glossary_check(ROOT, english) == []

@@ -13,7 +13,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import LANG_DIR, LOCALE, TranslationError, catalogue_path, load_catalogue
+from .common import (
+    CODE_STRING,
+    LANG_DIR,
+    LOCALE,
+    TranslationError,
+    catalogue_path,
+    load_catalogue,
+)
+from .extract import literal_prose
 
 DOCUMENT_CATALOGUES = f"i18n/{LOCALE}/teaching/*.po"
 # the library's own text (checker feedback, figure labels, the explorer, printed tables)
@@ -167,6 +175,8 @@ def glossary_check(root: Path, notebooks: list[Path], documents: bool = True) ->
             if library:  # plain text: code is not marked, so drop it
                 where = f"{cat.relative_to(root)} {':'.join(entry.occurrences[0])}"
                 chinese, english = _without_code(chinese), _without_code(english)
+            elif entry.msgctxt == CODE_STRING:  # a literal: placeholders and names are code
+                chinese, english = literal_prose(chinese), literal_prose(english)
             found += findings(where, chinese, english, entry.tcomment or "")
         return found
 
