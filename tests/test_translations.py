@@ -475,20 +475,15 @@ def test_every_chinese_notebook_switches_the_library_to_chinese_in_its_setup_cel
 # PyTorch's own error text in 06). Measured on the `build --run` of 2 December 2026 (2,340
 # words before code strings and set_language; 246 beyond ALLOWED after): lower a budget when
 # a notebook prints less English, never raise it.
+# English words a Chinese notebook may still print (tools/i18n/english_words.py: the ALLOWED
+# names and units and the notebook's own identifiers are not counted), and why. Everything
+# else a zh-CN reader reads in stdout is Chinese: 2,340 English words before issue 22.
 ENGLISH_WORD_BUDGET = {
-    "01_weighted_average.ipynb": 0,
-    "02_query_key_value.ipynb": 21,
-    "03_scaling.ipynb": 8,
-    "04_causal_mask.ipynb": 14,
-    "05_causal_head.ipynb": 3,
-    "06_multi_head.ipynb": 26,
-    "07_fused_qkv.ipynb": 17,
-    "08_training_copy_task.ipynb": 24,
-    "09_attention_on_real_text.ipynb": 124,
-    "bonus_cost_of_attention.ipynb": 2,
-    "exercises.ipynb": 0,
-    "exercises_solutions.ipynb": 6,
-    "explorer.ipynb": 1,
+    "02_query_key_value.ipynb": 12,  # the toy sentence's tokens: "the cat sat on the mat"
+    "06_multi_head.ipynb": 10,  # PyTorch's own error for .view (6 words); the token 'the' (4)
+    "07_fused_qkv.ipynb": 12,  # a library error's English first line (its Chinese follows)
+    "08_training_copy_task.ipynb": 10,  # the trigram task's data, letter triples: dab abc bcd
+    "09_attention_on_real_text.ipynb": 116,  # the plays' text and the model's samples of it
 }
 
 

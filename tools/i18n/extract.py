@@ -328,7 +328,8 @@ def code_strings(source: str, context: tuple[set[str], set[str]] | None = None) 
     """The user-visible string literals of a code cell, in source order.
 
     A literal is extracted when it reads as text: two or more English words, or any word in
-    a print() argument, in a figure's title/label keyword or a docstring. Never: strings used
+    a print() argument, in a figure's title/label keyword, in a docstring or around the values
+    of an f-string (``f"{a:.2f} to {b:.2f}"``). Never: strings used
     in logic (subscript keys, comparison operands, arguments of string methods and lookups,
     behaviour keywords such as loc= or task=), strings equal to one used so elsewhere in the
     notebook (``context``), strings assigned to a variable used so, strings that look like
@@ -359,8 +360,13 @@ def code_strings(source: str, context: tuple[set[str], set[str]] | None = None) 
         if role != "docstring" and _code_like(text):
             if not (role == "visible" and _PLAIN_WORD.fullmatch(text.strip())):
                 continue
-        if role == "other" and words < 2:
-            continue
+        formatted = (
+            any(isinstance(v, ast.FormattedValue) for v in node.values)
+            if isinstance(node, ast.JoinedStr)
+            else _format_fields(text) not in (None, Counter())  # "{:.3f} to {:.3f}".format
+        )
+        if role == "other" and words < 2 and not formatted:
+            continue  # one word is a label or a name, unless it is text around values
         start = at(node.lineno, node.col_offset)
         end = at(node.end_lineno, node.end_col_offset)
         found.append(CodeString(start, end, source[start:end], role == "docstring"))
