@@ -59,9 +59,9 @@ def test_the_language_comes_from_the_environment_when_not_set(environ, expected)
     assert i18n.language_from_environment(environ) == expected
 
 
-def test_a_fresh_interpreter_with_a_chinese_locale_speaks_chinese():
+def test_a_fresh_interpreter_with_a_chinese_locale_speaks_chinese(tmp_path):
     code = "import attention_lab; print(attention_lab.get_language())"
-    env = {"PATH": "/usr/bin:/bin", "LANG": "zh_CN.UTF-8", "HOME": str(ROOT)}
+    env = {"PATH": "/usr/bin:/bin", "LANG": "zh_CN.UTF-8", "HOME": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )

@@ -48,8 +48,21 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
             "bench/figures.py",
         ),
     ),  # fmt: skip
-    ("errors", ("_checks.py", "masks.py", "functional.py", "heads.py", "multihead.py",
-                "fused.py", "config.py", "tiny_lm.py", "device.py", "convert.py")),  # fmt: skip
+    (
+        "errors",
+        (
+            "_checks.py",
+            "masks.py",
+            "functional.py",
+            "heads.py",
+            "multihead.py",
+            "fused.py",
+            "config.py",
+            "tiny_lm.py",
+            "device.py",
+            "convert.py",
+        ),
+    ),  # fmt: skip
     ("output", ("*",)),
 ]
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}|%\(?\w*\)?[sdfr]")
