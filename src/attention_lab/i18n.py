@@ -79,9 +79,10 @@ def language_from_environment(environ=None) -> str:
     return "en"
 
 
-def set_language(lang: str | None = None) -> str:
+def set_language(lang: str | None = None) -> None:
     """Show the library's text in ``lang`` ("zh_CN", "zh-CN", "zh" or "en"); None = from
-    the environment (see the module docstring). Returns the language now in use."""
+    the environment (see the module docstring). ``get_language()`` says which is in use
+    (nothing is returned, so a notebook's setup cell shows no output)."""
     global _translations, _language
     if lang is None:
         chosen = language_from_environment()
@@ -100,7 +101,6 @@ def set_language(lang: str | None = None) -> str:
         _translations = _gettext.translation(DOMAIN, str(LOCALE_DIR), languages=[chosen])
     _language = chosen
     _apply_fonts()
-    return chosen
 
 
 def get_language() -> str:

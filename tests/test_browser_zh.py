@@ -1,0 +1,88 @@
+"""The Chinese explorer in a real browser: Voila serves notebooks/zh-CN/explorer.ipynb.
+
+What a zh-CN learner sees on the first screen, at a laptop's 1280x800 and a projector's
+1920x1080: the controls and the status line in Chinese (no English word outside code
+identifiers), a heatmap drawn in Chinese, and nothing overflowing. Screenshots go to
+artifacts/zh-voila-<w>x<h>.png: look at them after a change. Marked ``browser``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from browser_helpers import free_port, offline_context, require_browser, serve, stop
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "zh-CN" / "explorer.ipynb"
+ARTIFACTS = ROOT / "artifacts"
+SIZES = ((1280, 800), (1920, 1080))
+PAGE_TIMEOUT_MS = 240_000
+TEMPLATE_ENV = {"JUPYTER_PATH": str(ROOT / "share" / "jupyter")}
+CJK = re.compile(r"[\u4e00-\u9fff]")
+WORD = re.compile(r"(?<![\w.=])[A-Za-z]{3,}(?![\w(=])")
+# English a Chinese page may show: identifiers and terms the chapter keeps in English.
+ALLOWED = {
+    "softmax",
+    "token",
+    "tokens",
+    "dropout",
+    "SEP",
+    "d_head",
+    "n_heads",
+    "Voila",
+    "previous",
+    "repeat",
+    "lookup",
+    "causal",
+}  # the tasks and masks as the code names them
+
+
+@pytest.fixture(scope="module")
+def zh_voila_url(tmp_path_factory):
+    require_browser("voila")
+    port = free_port()
+    log = tmp_path_factory.mktemp("voila-zh") / "voila.log"
+    args = [sys.executable, "-m", "voila", str(NOTEBOOK), "--no-browser", f"--port={port}",
+            "--Voila.ip=127.0.0.1", "--template=attention-lab"]  # fmt: skip
+    server = serve(args, port, log, ROOT, TEMPLATE_ENV)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        stop(server)
+
+
+def test_the_chinese_explorer_speaks_chinese(chromium, zh_voila_url):
+    ARTIFACTS.mkdir(exist_ok=True)
+    root = ".attention-lab-explorer"
+    blocked: list[str] = []
+    local = "/".join(zh_voila_url.split("/", 3)[:3])
+    size = {"width": SIZES[0][0], "height": SIZES[0][1]}
+    context = offline_context(chromium, (local,), blocked, size)
+    try:
+        page = context.new_page()
+        page.goto(zh_voila_url, timeout=PAGE_TIMEOUT_MS, wait_until="domcontentloaded")
+        status = page.locator(f"{root} .attention-lab-status")
+        status.wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.locator(f"{root} img.attention-lab-heatmap").wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.wait_for_timeout(500)
+        controls = page.locator(root).inner_text()
+        assert page.locator("#attention-lab-view").inner_text() == "演示视图"  # the template's
+        assert "zh_CN" not in page.locator("body").inner_text()  # the setup cell shows nothing
+        assert CJK.search(status.inner_text()), status.inner_text()
+        assert CJK.search(controls)
+        english = sorted(set(WORD.findall(controls)) - ALLOWED)
+        assert not english, f"English words in the Chinese explorer: {english}"
+        for width, height in SIZES:
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(400)
+            overflow = page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+            assert not overflow, f"{width}x{height}: the page is wider than the window"
+            page.screenshot(path=str(ARTIFACTS / f"zh-voila-{width}x{height}.png"))
+    finally:
+        context.close()
+    assert not blocked, f"the app asked for outside addresses: {blocked}"
