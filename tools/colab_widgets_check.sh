@@ -9,7 +9,8 @@
 # AFTER its own (`make test` builds .venv first). Its own packages come first on sys.path,
 # so `import ipywidgets` is 7.7.1 there and 8.x in .venv. Building it takes seconds
 # instead of the minutes a full second install of torch, Jupyter and friends took.
-# It runs the widget, plotting and diagram unit tests and strict nbval of
+# It runs the widget, plotting and diagram unit tests, their Chinese editions (the explorer's
+# option labels, the shipped font's fallback under matplotlib 3.10) and strict nbval of
 # notebooks/explorer.ipynb.
 #
 #   bash tools/colab_widgets_check.sh    # PYTHON=python3.11 picks the interpreter,
@@ -65,7 +66,7 @@ print(f"colab check: ipywidgets {ipywidgets.__version__}, widgetsnbextension "
       f"numpy {numpy.__version__}, torch {torch.__version__}")
 EOF
 "$BIN/python" -m pytest -q -p no:cacheprovider -n auto tests/test_widgets.py tests/test_plotting.py \
-    tests/test_diagrams.py
+    tests/test_diagrams.py tests/test_explorer_zh.py tests/test_figures_zh.py
 "$BIN/python" -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
     --nbval-sanitize-with tests/sanitize.cfg notebooks/explorer.ipynb
 echo "colab check: passed in $(($(date +%s) - start)) s"
