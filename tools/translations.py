@@ -29,7 +29,7 @@ Crowdin) can be used. Entries are keyed by the English text:
   f"{n} 步后损失 {loss:.3f}": of the same kind (f-string or not) with the same placeholders.
   Strings the code uses in logic (keys, comparisons, search strings, behaviour keywords such as
   loc= or task=, text fed to a model) and strings that look like code are never extracted
-  (tools/i18n/extract.py, code_strings). Other code is never translated.
+  (tools/i18n/literals.py, code_strings). Other code is never translated.
 
 `update` merges as msgmerge does: an English text that changed finds its closest old entry
 (difflib ratio >= FUZZY_RATIO), whose translation is carried over and flagged fuzzy with the old
