@@ -20,9 +20,9 @@ from .explorer_model import (
     d_model_choices,
     example_sequence,
     placeholder,
-    task_button_label,
 )
 from .explorer_picture import css_width
+from .explorer_text import task_button_label
 from .i18n import _, pgettext
 
 # attribute name -> CSS class name (attention-lab-<name>)

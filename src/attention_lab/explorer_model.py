@@ -16,7 +16,7 @@ import torch
 
 from .config import TinyLMConfig
 from .device import cpu_threads
-from .i18n import N_, error_text, gettext, pgettext
+from .i18n import N_, error_text, gettext, part, two_lines
 from .tasks import LOOKUP_KEYS, LOOKUP_VALUES, MIN_VOCAB, SEP, TASKS, make_batch, token_labels
 from .tiny_lm import TinyLM
 from .training import TrainHistory, train_tiny_lm
@@ -72,46 +72,6 @@ EXAMPLE_INPUT = {"repeat": "5 12 SEP 5 12", "lookup": "a=3 b=1 a?"}
 def d_model_choices(n_heads: int) -> tuple[int, ...]:
     """The widths the explorer offers for ``n_heads``: only those divisible by it."""
     return tuple(d for d in D_MODEL_CHOICES if d % n_heads == 0)
-
-
-def task_name(task: str) -> str:
-    """How the read-outs name ``task`` in a sentence: the task's code name in English
-    ("trained on copy"), in Chinese the glossary's phrase (复制任务, “previous”任务)."""
-    names = {
-        "copy": pgettext("task name", "copy"),
-        "previous": pgettext("task name", "previous"),
-        "repeat": pgettext("task name", "repeat"),
-        "lookup": pgettext("task name", "lookup"),
-        "trigram": pgettext("task name", "trigram"),
-    }
-    return names.get(task, task)
-
-
-def task_button_label(task: str) -> str:
-    """The label of ``task``'s button in the task toggle (its value stays the code name)."""
-    labels = {
-        "copy": pgettext("task button", "copy"),
-        "previous": pgettext("task button", "previous"),
-        "repeat": pgettext("task button", "repeat"),
-        "lookup": pgettext("task button", "lookup"),
-    }
-    return labels.get(task, task)
-
-
-def part(message: str, **fields) -> tuple[str, str]:
-    """A piece of a sentence (``message``, marked with ``N_``) filled with ``fields``: in
-    English and in the current language, for ``two_lines``."""
-    return message.format(**fields), gettext(message).format(**fields)
-
-
-def two_lines(message: str, parts: dict[str, tuple[str, str]], **fields) -> str:
-    """``message`` (an ``error_text`` result) filled with ``fields`` and ``parts`` (each a
-    pair from ``part``), each in the language of its line: the English piece in the English
-    first line, the translated piece in the translation below it (when there is one)."""
-    english, *translated = message.split("\n", 1)
-    lines = [english.format(**{k: v[0] for k, v in parts.items()}, **fields)]
-    lines += [line.format(**{k: v[1] for k, v in parts.items()}, **fields) for line in translated]
-    return "\n".join(lines)
 
 
 def check_explorer_task(task: str) -> str:

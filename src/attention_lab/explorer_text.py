@@ -10,11 +10,35 @@ from __future__ import annotations
 import html
 import math
 
-from .explorer_model import VOCAB_SIZE, task_name
+from .explorer_model import VOCAB_SIZE
 from .i18n import _, get_language, pgettext
 from .tasks import token_labels
 from .tiny_lm import TinyLM
 from .training import TrainHistory, evaluate
+
+
+def task_name(task: str) -> str:
+    """How the read-outs name ``task`` in a sentence: the task's code name in English
+    ("trained on copy"), in Chinese the glossary's phrase (复制任务, “previous”任务)."""
+    names = {
+        "copy": pgettext("task name", "copy"),
+        "previous": pgettext("task name", "previous"),
+        "repeat": pgettext("task name", "repeat"),
+        "lookup": pgettext("task name", "lookup"),
+        "trigram": pgettext("task name", "trigram"),
+    }
+    return names.get(task, task)
+
+
+def task_button_label(task: str) -> str:
+    """The label of ``task``'s button in the task toggle (its value stays the code name)."""
+    labels = {
+        "copy": pgettext("task button", "copy"),
+        "previous": pgettext("task button", "previous"),
+        "repeat": pgettext("task button", "repeat"),
+        "lookup": pgettext("task button", "lookup"),
+    }
+    return labels.get(task, task)
 
 
 def training_html(s: dict) -> str:

@@ -132,6 +132,22 @@ def error_text(message: str) -> str:
     return message if translated == message else f"{message}\n{translated}"
 
 
+def part(message: str, **fields) -> tuple[str, str]:
+    """A piece of a sentence (``message``, marked with ``N_``) filled with ``fields``: in
+    English and in the current language, for ``two_lines``."""
+    return message.format(**fields), gettext(message).format(**fields)
+
+
+def two_lines(message: str, parts: dict[str, tuple[str, str]], **fields) -> str:
+    """``message`` (an ``error_text`` result) filled with ``fields`` and ``parts`` (each a
+    pair from ``part``), each in the language of its line: the English piece in the English
+    first line, the translated piece in the translation below it (when there is one)."""
+    english, *translated = message.split("\n", 1)
+    lines = [english.format(**{k: v[0] for k, v in parts.items()}, **fields)]
+    lines += [line.format(**{k: v[1] for k, v in parts.items()}, **fields) for line in translated]
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- fonts
 
 _font_registered = False
