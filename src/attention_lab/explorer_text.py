@@ -17,9 +17,10 @@ from .tiny_lm import TinyLM
 from .training import TrainHistory, evaluate
 
 
-def task_name(task: str) -> str:
+def short_task_name(task: str) -> str:
     """How the read-outs name ``task`` in a sentence: the task's code name in English
-    ("trained on copy"), in Chinese the glossary's phrase (复制任务, “previous”任务)."""
+    ("trained on copy"), in Chinese the glossary's phrase (复制任务, “previous”任务).
+    ``tasks.task_name`` is the long form ("copy task") other read-outs use."""
     names = {
         "copy": pgettext("task name", "copy"),
         "previous": pgettext("task name", "previous"),
@@ -45,7 +46,7 @@ def training_html(s: dict) -> str:
     """The message on show while the setting ``s`` trains."""
     return _(
         "<i>training TinyLM on the {task} task (n_heads={n_heads}, d_model={d_model}) ...</i>"
-    ).format(task=task_name(s["task"]), n_heads=s["n_heads"], d_model=s["d_model"])
+    ).format(task=short_task_name(s["task"]), n_heads=s["n_heads"], d_model=s["d_model"])
 
 
 def error_html(error: Exception) -> str:
@@ -83,7 +84,7 @@ def suptitle(s: dict) -> str:
     else:
         mask = _("sliding window of {window}").format(window=s["window"])
     model = (
-        _("trained on {task}").format(task=task_name(s["task"]))
+        _("trained on {task}").format(task=short_task_name(s["task"]))
         if s["trained"]
         else pgettext("explorer", "untrained")
     )
@@ -110,7 +111,7 @@ def status_html(s: dict, d_head: int, n_panels: int, ids: list[int]) -> str:
 def metrics_html(model: TinyLM, history: TrainHistory | None, task: str) -> str:
     """Loss and accuracy: measured on 128 fresh rows when untrained, else from ``history``."""
     chance = math.log(VOCAB_SIZE)
-    name = task_name(task)
+    name = short_task_name(task)
     if history is None:
         loss, accuracy = evaluate(model, task, n_rows=128)
         return "<br>".join(

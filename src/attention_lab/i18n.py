@@ -38,17 +38,10 @@ FONT_FILES = (FONT_FILE, FONT_DIR / "AttentionLabSansSC-Bold.otf")  # regular an
 FONT_FAMILY = "Attention Lab Sans SC"  # the subset's family name (renamed: it is modified)
 LATIN_FAMILY = "DejaVu Sans"  # matplotlib's default, so Latin text looks as in English
 
-_ALIASES = {
-    "en": "en",
-    "en_us": "en",
-    "en_gb": "en",
-    "c": "en",
-    "posix": "en",
-    "zh": "zh_CN",
-    "zh_cn": "zh_CN",
-    "zh_hans": "zh_CN",
-    "zh_sg": "zh_CN",
-}
+# A language tag, lower case with "_": en, en_us, c, posix -> English; zh, zh_cn, zh_sg,
+# zh_hans (zh_hans_cn) -> Simplified Chinese; anything else is not a language of the course.
+_ENGLISH = ("en", "c", "posix")
+_CHINESE = ("zh", "zh_cn", "zh_sg")
 
 _translations: _gettext.NullTranslations = _gettext.NullTranslations()
 _language = "en"
@@ -56,11 +49,9 @@ _language = "en"
 
 def _normalise(lang: str) -> str | None:
     key = lang.split(".")[0].split("@")[0].replace("-", "_").lower()
-    if key in _ALIASES:
-        return _ALIASES[key]
-    if key.startswith("zh_hans") or key in ("zh_cn", "zh_sg"):
+    if key in _CHINESE or key.startswith("zh_hans"):
         return "zh_CN"
-    if key.startswith("en"):
+    if key in _ENGLISH or key.startswith("en_"):
         return "en"
     return None
 

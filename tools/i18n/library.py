@@ -19,7 +19,7 @@ import polib
 
 from .common import HEADER, LOCALE, TranslationError, load_catalogue
 from .extract import Message
-from .merge import merge
+from .merge import merge, save_catalogue
 
 PACKAGE = Path("src/attention_lab")
 LIBRARY_DIR = Path("i18n") / LOCALE / "library"
@@ -127,17 +127,7 @@ def update_library(root: Path, only: list[str] | None = None) -> list[str]:
         for entry, msg in zip((e for e in merged if not e.obsolete), messages):
             entry.occurrences = [(f, str(n)) for f, n in msg.cells]
         _header(merged, part)
-        text = str(merged)
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        active = [e for e in merged if not e.obsolete]
-        done = sum(1 for e in active if e.msgstr and "fuzzy" not in e.flags)
-        report.append(
-            f"{target.relative_to(root)}: {len(active)} entries, {done} translated, "
-            f"{sum(1 for e in active if 'fuzzy' in e.flags)} fuzzy, "
-            f"{sum(1 for e in active if not e.msgstr)} untranslated"
-        )
+        report.append(save_catalogue(merged, target, target.relative_to(root)))
     return report
 
 

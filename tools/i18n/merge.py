@@ -84,6 +84,22 @@ def merge(
     return out
 
 
+def save_catalogue(po: polib.POFile, target: Path, name) -> str:
+    """Write ``po`` to ``target`` unless the file already holds it; one line of counts."""
+    text = str(po)
+    if not target.exists() or target.read_text(encoding="utf-8") != text:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    active = [e for e in po if not e.obsolete]
+    return (
+        f"{name}: {len(active)} entries, "
+        f"{sum(1 for e in active if e.msgstr and 'fuzzy' not in e.flags)} translated, "
+        f"{sum(1 for e in active if 'fuzzy' in e.flags)} fuzzy, "
+        f"{sum(1 for e in active if not e.msgstr)} untranslated, "
+        f"{sum(1 for e in po if e.obsolete)} obsolete"
+    )
+
+
 def update(root: Path, notebooks: list[Path]) -> list[str]:
     report = []
     compendium: dict[tuple[str, str], polib.POEntry] = {}
@@ -101,16 +117,5 @@ def update(root: Path, notebooks: list[Path]) -> list[str]:
         old = load_catalogue(target)
         merged = merge(old, extract(nb), f"notebooks/{path.name}", compendium)
         remember(merged)
-        text = str(merged)
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        active = [e for e in merged if not e.obsolete]
-        report.append(
-            f"{target.relative_to(root)}: {len(active)} entries, "
-            f"{sum(1 for e in active if e.msgstr and 'fuzzy' not in e.flags)} translated, "
-            f"{sum(1 for e in active if 'fuzzy' in e.flags)} fuzzy, "
-            f"{sum(1 for e in active if not e.msgstr)} untranslated, "
-            f"{sum(1 for e in merged if e.obsolete)} obsolete"
-        )
+        report.append(save_catalogue(merged, target, target.relative_to(root)))
     return report

@@ -33,7 +33,7 @@ import polib
 
 from .common import LANG_DIR, LOCALE, TranslationError, load_catalogue
 from .extract import Message
-from .merge import merge
+from .merge import merge, save_catalogue
 
 HEADING, CODE, PROSE = "heading", "code", "markdown"
 SWITCH_EN = "[简体中文](README.zh-CN.md)"
@@ -201,18 +201,7 @@ def update_readme(root: Path) -> list[str]:
             old.header = HEADER_TEXT
         english = (root / doc.english).read_text(encoding="utf-8")
         merged = merge(old, messages_of(split_blocks(english)), doc.english)
-        text = str(merged)
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        active = [e for e in merged if not e.obsolete]
-        report.append(
-            f"{doc.catalogue}: {len(active)} entries, "
-            f"{sum(1 for e in active if e.msgstr and 'fuzzy' not in e.flags)} translated, "
-            f"{sum(1 for e in active if 'fuzzy' in e.flags)} fuzzy, "
-            f"{sum(1 for e in active if not e.msgstr)} untranslated, "
-            f"{sum(1 for e in merged if e.obsolete)} obsolete"
-        )
+        report.append(save_catalogue(merged, target, doc.catalogue))
     return report
 
 

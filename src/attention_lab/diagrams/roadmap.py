@@ -53,6 +53,21 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     ax.set_aspect("equal")
     ax.axis("off")
 
+    def residual(n, top, y):
+        """The + of residual ``n`` at height ``y``, and its path: from ``top`` (above the
+        LayerNorm), round the right side of the block, into the +."""
+        on = f"residual {n}" in lit
+        plus(f"residual {n}", cx, y)
+        ax.plot(
+            [cx, sx + sw + 0.05, sx + sw + 0.05, cx + 0.17],
+            [top, top, y, y],
+            color=HIGHLIGHT if on else LEFT_OUT,
+            lw=2.4 if on else 1.2,
+            ls="--",
+            zorder=2,
+            gid=f"residual path {n}",
+        )
+
     def part(gid, x, y, w, h, text, left_out=False, fill="white", size=TICK_SIZE):
         on = gid in lit
         rect = Rectangle(
@@ -135,33 +150,14 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     attention.set_linewidth(3.0 if "attention" in lit else 2.2)
     _label(ax, cx, 4.39, _("this chapter's layer"), size=TICK_SIZE, style="italic", zorder=4)
     _arrow(ax, (cx, 4.23), (cx, 4.0), lw=1.2)
-    plus("residual 1", cx, 3.82)
-    # the residual path: from above the LayerNorm, round the right side, into the +
-    ax.plot(
-        [cx, sx + sw + 0.05, sx + sw + 0.05, cx + 0.17],
-        [5.6, 5.6, 3.82, 3.82],
-        color=HIGHLIGHT if "residual 1" in lit else LEFT_OUT,
-        lw=2.4 if "residual 1" in lit else 1.2,
-        ls="--",
-        zorder=2,
-        gid="residual path 1",
-    )
+    residual(1, 5.6, 3.82)
     _arrow(ax, (cx, 3.64), (cx, 3.43), lw=1.2)
     part("ln2", sx + 0.5, 3.03, sw - 1.0, 0.38, "LayerNorm", left_out=True)
     _arrow(ax, (cx, 3.01), (cx, 2.86), lw=1.2)
     part("mlp", sx + 0.5, 2.45, sw - 1.0, 0.4, "MLP: Linear → GELU → Linear", left_out=True)
     for y in (5.05 + 0.19, 3.03 + 0.19, 2.45 + 0.2, 1.12 + 0.18):  # 09 adds these parts
         _badge(ax, sx + sw - 0.45, y, 9, highlight)
-    plus("residual 2", cx, 2.2)
-    ax.plot(
-        [cx, sx + sw + 0.05, sx + sw + 0.05, cx + 0.17],
-        [3.58, 3.58, 2.2, 2.2],
-        color=HIGHLIGHT if "residual 2" in lit else LEFT_OUT,
-        lw=2.4 if "residual 2" in lit else 1.2,
-        ls="--",
-        zorder=2,
-        gid="residual path 2",
-    )
+    residual(2, 3.58, 2.2)
     _arrow(ax, (cx, 2.43), (cx, 2.37), lw=1.0)
     _arrow(ax, (cx, 2.03), (cx, 1.86), lw=1.2)
     _label(ax, cx, 1.72, _("⋮  more blocks"), size=TICK_SIZE)
