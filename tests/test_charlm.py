@@ -1,4 +1,4 @@
-"""The text of notebook 09 and the character-level model trained on it (text.py, charlm.py)."""
+"""The text of notebook 10 and the character-level model trained on it (text.py, charlm.py)."""
 
 from __future__ import annotations
 

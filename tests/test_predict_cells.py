@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = sorted((ROOT / "notebooks").glob("0[1-9]_*.ipynb"))
+CHAPTER = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 ANSWER = "<details><summary>Answer</summary>"
 REACH = 4
 

@@ -469,7 +469,7 @@ def test_every_chinese_notebook_switches_the_library_to_chinese_in_its_setup_cel
 
 # The allowance: English words the stdout of each Chinese notebook may still print beyond
 # ALLOWED (tools/i18n/english_words.py; `translations.py english-words` lists them). What is
-# left is data (the toy sentence's tokens in 02, the Shakespeare text in 09, lookup rows in
+# left is data (the toy sentence's tokens in 02, the Shakespeare text in 10, lookup rows in
 # 08), names printed as code (the buffers mask/scale/proj in 04, qkv, view) and labels the
 # extraction leaves alone (one-word tuple items such as "4 heads", dict values "0.98 to 1.02",
 # PyTorch's own error text in 06). Measured on the `build --run` of 2 December 2026 (2,340
@@ -483,7 +483,7 @@ ENGLISH_WORD_BUDGET = {
     "06_multi_head.ipynb": 10,  # PyTorch's own error for .view (6 words); the token 'the' (4)
     "07_fused_qkv.ipynb": 12,  # a library error's English first line (its Chinese follows)
     "08_training_copy_task.ipynb": 10,  # the trigram task's data, letter triples: dab abc bcd
-    "09_attention_on_real_text.ipynb": 116,  # the plays' text and the model's samples of it
+    "10_attention_on_real_text.ipynb": 116,  # the plays' text and the model's samples of it
 }
 
 

@@ -17,7 +17,7 @@ WIDGET_LINES = 14
 
 
 def chapter_notebooks(with_explorer: bool = False) -> list[Path]:
-    paths = sorted(NOTEBOOKS.glob("0[1-9]_*.ipynb"))
+    paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if with_explorer:
         paths.append(NOTEBOOKS / "explorer.ipynb")
     return paths

@@ -7,7 +7,7 @@ offline HTML decks (the teacher's timing table from them: tools/teaching_guide.p
                                                             # (zh-CN ones in build/slides/zh-CN)
     python tools/slides.py guide-table [--write]             # = tools/teaching_guide.py
 
-With no NOTEBOOK, the chapter: notebooks/01_*.ipynb ... 09_*.ipynb (`guide-table` adds the
+With no NOTEBOOK, the chapter: notebooks/01_*.ipynb ... 10_*.ipynb (`guide-table` adds the
 explorer); `html` builds the Simplified Chinese decks too, from notebooks/zh-CN/, into
 OUT/zh-CN/ (a notebook given from notebooks/zh-CN/ goes there as well). The same metadata
 drives both the live slideshow (RISE in JupyterLab, Alt+R) and

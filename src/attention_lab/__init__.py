@@ -12,7 +12,7 @@ The public API, in the order the chapter introduces it:
   ``attention_lab.diagrams``
 * the reader's language: ``set_language("zh_CN")`` puts figures, checker feedback, the
   explorer and printed tables in Simplified Chinese (``attention_lab.i18n``)
-* real text (09): ``attention_lab.text`` (the Shakespeare text shipped in the package, ``Vocab``,
+* real text (10): ``attention_lab.text`` (the Shakespeare text shipped in the package, ``Vocab``,
   ``split``, ``get_batch``, the bigram baseline) and ``attention_lab.charlm`` (``CharLM``: the
   block with layer norm, residual connections and an MLP; ``train_charlm``, ``head_shares``)
 

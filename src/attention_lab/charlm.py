@@ -1,4 +1,4 @@
-"""A character-level language model on real text (notebook 09).
+"""A character-level language model on real text (notebook 10).
 
 The chapter's ``MultiHeadSelfAttention`` (causal) inside a full Transformer block:
 ``x = x + attn(ln1(x))``, then ``x = x + mlp(ln2(x))`` (pre-layer-norm, residual connections,

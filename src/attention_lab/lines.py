@@ -1,4 +1,4 @@
-"""Curves: ``plot_loss`` (training loss per step, notebooks 08, 09) and ``plot_lines``
+"""Curves: ``plot_loss`` (training loss per step, notebooks 08, 10) and ``plot_lines``
 (measured curves against a size: variance against d_head, time against T, ...)."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ existing axes instead. One module per lesson, each read in one sitting:
 ====================================  ====================================  =========  =============
 function                              what it shows                         notebook   module
 ====================================  ====================================  =========  =============
-``roadmap(highlight=n)``              a GPT block as a stack, each          01-09      ``roadmap``
+``roadmap(highlight=n)``              a GPT block as a stack, each          01-10      ``roadmap``
                                       notebook at the part it builds
 ``weighted_average``                  tokens -> context vector, arrow       01         ``flow``
                                       width ~ weight

@@ -3,8 +3,8 @@
 ``roadmap(highlight=None)`` draws token + position embedding -> [LayerNorm -> multi-head
 causal self-attention -> + residual] -> [LayerNorm -> MLP -> + residual] -> more blocks ->
 LayerNorm -> linear -> softmax. The attention sublayer (the chapter's layer) is filled
-and framed; the parts the tiny model of notebooks 01-08 leaves out (layer norms, MLP,
-residual connections, which notebook 09's ``CharLM`` adds) are drawn dashed and say so.
+and framed; the parts the tiny model of notebooks 01-09 leaves out (layer norms, MLP,
+residual connections, which notebook 10's ``CharLM`` adds) are drawn dashed and say so.
 Beside the stack, the inside of the attention sublayer step by step: notebooks 01-07.
 """
 
@@ -22,10 +22,10 @@ __all__ = ["CHAPTER_FILL", "HIGHLIGHT", "LEFT_OUT", "NOTEBOOKS", "PARTS", "STEPS
 
 
 def roadmap(highlight: int | None = None) -> LabFigure:
-    """The chapter on one page: a GPT block drawn as a stack, each notebook 01-09 placed at
+    """The chapter on one page: a GPT block drawn as a stack, each notebook 01-10 placed at
     the part it builds, the attention sublayer (the chapter's layer) filled in blue, the
-    parts the tiny model of 01-08 leaves out (layer norm, MLP, residuals: notebook 09)
-    dashed. ``highlight=n`` (1..9) rings notebook n's tag and parts in magenta and says
+    parts the tiny model of 01-09 leaves out (layer norm, MLP, residuals: notebook 10)
+    dashed. ``highlight=n`` (1..10) rings notebook n's tag and parts in magenta and says
     "you are here". Patches carry gids: ``"attention"``, ``"mlp"``, ``"step 4"``, ...,
     and the tags ``"notebook 04"``; highlighted parts have ``HIGHLIGHT`` as edge colour.
 
@@ -34,14 +34,14 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     if highlight is not None:
         if isinstance(highlight, bool) or not isinstance(highlight, int):
             raise ValueError(
-                error_text("highlight={highlight} must be a notebook number 1..9 or None").format(
+                error_text("highlight={highlight} must be a notebook number 1..10 or None").format(
                     highlight=repr(highlight)
                 )
             )
         if highlight not in NOTEBOOKS:
             raise ValueError(
                 error_text(
-                    "highlight={highlight} is not a notebook of the chapter; pass 1..9"
+                    "highlight={highlight} is not a notebook of the chapter; pass 1..10"
                 ).format(highlight=highlight)
             )
     lit = set(PARTS.get(highlight, ()))
@@ -148,6 +148,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         size=LABEL_SIZE,
     )
     attention.set_linewidth(3.0 if "attention" in lit else 2.2)
+    _badge(ax, tag_x, 4.25 + 0.63 / 2, 9, highlight)  # 09: what the tiny model's heads learn
     _label(ax, cx, 4.39, _("this chapter's layer"), size=TICK_SIZE, style="italic", zorder=4)
     _arrow(ax, (cx, 4.23), (cx, 4.0), lw=1.2)
     residual(1, 5.6, 3.82)
@@ -155,8 +156,8 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     part("ln2", sx + 0.5, 3.03, sw - 1.0, 0.38, "LayerNorm", left_out=True)
     _arrow(ax, (cx, 3.01), (cx, 2.86), lw=1.2)
     part("mlp", sx + 0.5, 2.45, sw - 1.0, 0.4, "MLP: Linear → GELU → Linear", left_out=True)
-    for y in (5.05 + 0.19, 3.03 + 0.19, 2.45 + 0.2, 1.12 + 0.18):  # 09 adds these parts
-        _badge(ax, sx + sw - 0.45, y, 9, highlight)
+    for y in (5.05 + 0.19, 3.03 + 0.19, 2.45 + 0.2, 1.12 + 0.18):  # 10 adds these parts
+        _badge(ax, sx + sw - 0.45, y, 10, highlight)
     residual(2, 3.58, 2.2)
     _arrow(ax, (cx, 2.43), (cx, 2.37), lw=1.0)
     _arrow(ax, (cx, 2.03), (cx, 1.86), lw=1.2)
@@ -221,7 +222,8 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         _(
             "08  trains the tiny model (TinyLM): embeddings, one attention layer,\n"
             "      linear, softmax -- no layer norm, no MLP, no residual\n"
-            "09  real text (CharLM): adds layer norm, the MLP and the residuals"
+            "09  the tiny model again: lookup by content, how many heads\n"
+            "10  real text (CharLM): adds layer norm, the MLP and the residuals"
         ),
         fontsize=TICK_SIZE,
         va="top",
@@ -245,7 +247,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         ax,
         ix - 0.28,
         0.56,
-        _("dashed: left out of the tiny model (01-08), added in 09"),
+        _("dashed: left out of the tiny model (01-09), added in 10"),
         size=TICK_SIZE,
         ha="left",
     )
