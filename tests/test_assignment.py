@@ -11,7 +11,12 @@ as a teacher types them: build the source assignment, ``nbgrader generate_assign
   no other answer calls) returns a perturbed result (its solution, wrapped: tensors shifted
   by 0.5 or inverted, numbers + 1, a module's output shifted), so exactly those exercises
   lose their points, and the feedback report shows, in each one's test cell, the message
-  the checker gives for it when run here in-process.
+  the checker gives for it when run here in-process;
+* "rebind" and "patch": the wrong answers of "wrong", each followed in its answer cell by
+  a cheat: a fake checker that always says "passed", bound to the notebook's name
+  ``check_x`` ("rebind") or to the attribute ``check_x`` of every attention_lab module that
+  holds it ("patch"). The test cells use the library's own checker, so both score exactly
+  what "wrong" scores.
 
 Nothing here names an exercise: both submissions follow the notebook's markers, tags and
 checker calls, so the tests hold while the exercise set changes.
@@ -94,7 +99,9 @@ def test_every_solution_block_is_an_answer_cell_and_every_check_a_test_cell():
         meta = _meta(cell)
         assert meta["locked"] and not meta["solution"] and meta["points"] == 1
         assert meta["grade_id"] == f"lesson{make_assignment.lesson_of(cell)}-{call.func.id[6:]}"
-        assert ast.unparse(call) in cell.source
+        # the library's own checker, never the name the notebook bound
+        assert ast.unparse(make_assignment.graded_call(call)) in cell.source
+        assert f"{call.func.id}(" not in cell.source
         assert 'assert _verdict.status == "passed"' in cell.source
     # the exercises of every lesson of the solutions notebook are graded
     lessons = {make_assignment.lesson_of(c) for c in SOLUTIONS.cells} - {None}
@@ -177,6 +184,7 @@ class Wrong:
     answer_id: str  # the answer cell that defines the function
     function: str  # the function the test's checker is given
     lesson: str
+    exercise: str  # the checker's name without check_
     message: str = ""
 
 
@@ -191,9 +199,17 @@ class Graded:
 
 
 def _test_call(cell) -> ast.Call:
-    """The checker call in a generated test cell (``_verdict = check_x(fn)``)."""
-    node = ast.parse(cell.source).body[0]
-    return node.value
+    """The checker call a generated test cell makes, as the notebook writes it,
+    ``check_x(fn)`` (the cell runs ``_verdict = _graded_check("x", fn)``)."""
+    node = next(
+        n
+        for n in ast.parse(cell.source).body
+        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "_verdict"
+    )
+    call = node.value
+    if ast.unparse(call.func) == "_graded_check":
+        return make_assignment.checker_call(call)
+    return call
 
 
 def _used_elsewhere(source) -> set[str]:
@@ -229,7 +245,8 @@ def wrong_answers(source) -> list[Wrong]:
             if lesson in seen or fn not in answers or fn in used:
                 continue
             seen.add(lesson)
-            wrong.append(Wrong(meta["grade_id"], answers[fn], fn, lesson))
+            exercise = make_assignment.exercise_of(_test_call(cell))
+            wrong.append(Wrong(meta["grade_id"], answers[fn], fn, lesson, exercise))
     return wrong
 
 
@@ -278,9 +295,49 @@ def checker_message(source, wrong: Wrong) -> str:
     return verdict.message
 
 
-def submission(release, source, wrong: list[Wrong] = ()) -> nbformat.NotebookNode:
+# --- cheats: after a wrong answer, a fake checker of its exercise that always says "passed"
+FAKE = """
+
+# --- made by tests/test_assignment.py: a cheat, a checker that always says "passed".
+class _Passed:
+    status = "passed"
+    message = "passed"
+    hint = ""
+
+    def __bool__(self):
+        return True
+
+    def __str__(self):
+        return "✅ passed: (fake)"
+
+
+def _fake_check(*args, **kwargs):
+    print("✅ passed: (fake)")
+    return _Passed()
+"""
+CHEATS = {
+    # the name the notebook imported (and the locked test cell of main called)
+    "rebind": FAKE + "\n\ncheck_{exercise} = _fake_check\n",
+    # the attribute of every module of the library that holds the checker
+    "patch": FAKE
+    + """
+
+import sys as _sys
+
+for _module in list(_sys.modules.values()):
+    if getattr(_module, "__name__", "").startswith("attention_lab") and hasattr(
+        _module, "check_{exercise}"
+    ):
+        setattr(_module, "check_{exercise}", _fake_check)
+""",
+}
+
+
+def submission(
+    release, source, wrong: list[Wrong] = (), cheat: str | None = None
+) -> nbformat.NotebookNode:
     """The release notebook with every answer cell filled in from the source's solutions;
-    the answers named in ``wrong`` are perturbed."""
+    the answers named in ``wrong`` are perturbed, and followed by ``CHEATS[cheat]``."""
     nb = nbformat.from_dict(release)
     solutions = _by_id(source)
     perturbed = {w.answer_id for w in wrong}
@@ -290,8 +347,10 @@ def submission(release, source, wrong: list[Wrong] = ()) -> nbformat.NotebookNod
             answer = solutions[meta["grade_id"]]
             cell.source = _answer(answer.source)
             if meta["grade_id"] in perturbed:
-                function = next(w.function for w in wrong if w.answer_id == meta["grade_id"])
-                cell.source += PERTURB.format(name=function)
+                w = next(w for w in wrong if w.answer_id == meta["grade_id"])
+                cell.source += PERTURB.format(name=w.function)
+                if cheat:
+                    cell.source += CHEATS[cheat].format(exercise=w.exercise)
     return nb
 
 
@@ -337,6 +396,8 @@ def graded(tmp_path_factory) -> Graded:
     for student, nb in (
         ("full", submission(release, source)),
         ("wrong", submission(release, source, wrong)),
+        ("rebind", submission(release, source, wrong, cheat="rebind")),
+        ("patch", submission(release, source, wrong, cheat="patch")),
     ):
         path = course / "submitted" / student / ASSIGNMENT / NOTEBOOK
         path.parent.mkdir(parents=True)
@@ -347,7 +408,7 @@ def graded(tmp_path_factory) -> Graded:
         course, {gid: p for gid, _, p in make_assignment.graded(source)}, wrong, seconds=seconds
     )
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student in ("full", "wrong"):
+        for student in ("full", "wrong", "rebind", "patch"):
             notebook = gb.find_submission_notebook(Path(NOTEBOOK).stem, ASSIGNMENT, student)
             result.scores[student] = {g.name: g.score for g in notebook.grades}
             report = (
@@ -412,3 +473,19 @@ def test_the_feedback_shows_the_checkers_message_for_each_wrong_answer(graded):
         # printed by the checker, then again as the failed test's AssertionError
         assert f"❌ not yet: {message}" in text.split("AssertionError")[0], grade_id
         assert f"AssertionError: ❌ not yet: {message}" in text, grade_id
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("cheat", sorted(CHEATS))
+def test_a_fake_checker_earns_nothing(graded, cheat):
+    """A wrong answer followed by a fake checker bound to the notebook's name ("rebind") or
+    to the library's module attributes ("patch") scores 0, as the wrong answer alone; every
+    honest answer of the same submission keeps its points."""
+    expected = dict(graded.points)
+    for w in graded.wrong:
+        expected[w.grade_id] = 0
+    assert graded.scores[cheat] == expected
+    cells = _cells(graded.feedback[cheat])
+    for w in graded.wrong:  # the real checker's verdict, up to the failed assertion
+        own = cells[w.grade_id].split("AssertionError")[0]
+        assert "❌ not yet:" in own and "(fake)" not in own, w.grade_id

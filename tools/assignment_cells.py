@@ -30,9 +30,13 @@ below each exercise is locked: it runs the exercise's checker, which prints its 
 usual, and raises `AssertionError` when the verdict is not ✅ passed. An exercise scores its
 points only when its check passes. Points: {points}."""
 
+GRADED_CHECK = "graded_check"  # attention_lab.exercises._record: the library's own checker
 TEST_CELL = """\
-# Autograded test of exercise {exercise} ({lesson}{points:g} point{s}): the checker
-# prints its verdict; the points are given only when it says "passed".
+# Autograded test of exercise {exercise} ({lesson}{points:g} point{s}): the library's own
+# checker (not a name this notebook bound) prints its verdict; the points are given only
+# when it says "passed".
+from {module}._record import {graded_check} as _graded_check
+
 _verdict = {call}
 assert _verdict.status == "passed", str(_verdict)"""
 
@@ -87,6 +91,20 @@ def exercise_of(call: ast.Call) -> str:
     """``single_head_forward`` for ``check_single_head_forward(...)``: the exercise's name
     in the checkers' registry (attention_lab.exercises._summary)."""
     return call.func.id.removeprefix("check_")
+
+
+def graded_call(call: ast.Call) -> ast.Call:
+    """``_graded_check("x", fn, ...)`` for ``check_x(fn, ...)``: the test cell asks the
+    library for its own checker of exercise x (attention_lab.exercises._record), so a
+    rebinding of ``check_x`` in the notebook, or of the module's attribute, changes nothing."""
+    name = ast.Constant(exercise_of(call))
+    return ast.Call(ast.Name("_graded_check", ast.Load()), [name, *call.args], call.keywords)
+
+
+def checker_call(graded: ast.Call) -> ast.Call:
+    """The notebook's ``check_x(fn, ...)`` for a test cell's ``_graded_check("x", fn, ...)``."""
+    name, *args = graded.args
+    return ast.Call(ast.Name(f"check_{name.value}", ast.Load()), args, graded.keywords)
 
 
 def defined_names(source: str) -> list[str]:
@@ -165,7 +183,9 @@ def source_notebook(solutions, points: float = 1.0, points_for: dict[str, float]
                         lesson=f"lesson {lesson}, " if lesson else "",
                         points=worth,
                         s="" if worth == 1 else "s",
-                        call=ast.unparse(call),
+                        module=CHECKERS_MODULE,
+                        graded_check=GRADED_CHECK,
+                        call=ast.unparse(graded_call(call)),
                     ),
                     metadata=copy.deepcopy(cell.metadata),
                 )

@@ -14,7 +14,9 @@ tags and checker calls of the solutions notebook, so the assignment follows the 
   with its stub, ``raise NotImplementedError()``. Its grade_id is ``answer-<name it defines>``.
 * A code cell made only of checker calls, ``check_x(fn)``, becomes one autograded test cell
   per call (``grade``, locked, ``--points`` each, grade_id ``lessonNN-x``): it runs the
-  checker, which prints its verdict, and raises AssertionError unless the verdict is
+  library's own checker of exercise x, ``attention_lab.exercises._record.graded_check("x",
+  fn)`` (never the name ``check_x`` that the notebook bound, which an answer cell could
+  rebind), which prints its verdict, and raises AssertionError unless the verdict is
   "passed", so nbgrader gives the points only then. A call with ``record=False`` is a
   demonstration and stays an ordinary cell.
 * Markdown cells and the cells that import the checkers become read-only (locked), so
@@ -44,6 +46,7 @@ from assignment_cells import (  # noqa: E402, F401
     CHECKER,
     CHECKERS_MODULE,
     DROPPED_TAGS,
+    GRADED_CHECK,
     GRADING_NOTE,
     NBGRADER_BEGIN,
     SCHEMA_VERSION,
@@ -52,10 +55,12 @@ from assignment_cells import (  # noqa: E402, F401
     _nbgrader,
     _tags,
     _unique,
+    checker_call,
     checker_calls,
     defined_names,
     exercise_of,
     graded,
+    graded_call,
     grading_note,
     has_solution,
     imports_checkers,
