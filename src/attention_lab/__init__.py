@@ -10,6 +10,9 @@ The public API, in the order the chapter introduces it:
   ``train``, ``evaluate``
 * pictures: ``plot_heads``, ``plot_loss``, ``text_heatmap``, and the drawn diagrams in
   ``attention_lab.diagrams``
+* interventions (08-10): ``ablate_heads``, ``freeze_attention`` with ``even_weights`` or
+  ``mean_weights``, ``retrain_readout``, ``source_shares``, ``attention_layers`` (the rest,
+  such as the key rules, in ``attention_lab.interventions``)
 * the reader's language: ``set_language("zh_CN")`` puts figures, checker feedback, the
   explorer and printed tables in Simplified Chinese (``attention_lab.i18n``)
 * real text (10): ``attention_lab.text`` (the Shakespeare text shipped in the package, ``Vocab``,
@@ -32,6 +35,15 @@ from .functional import attention
 from .fused import MultiHeadSelfAttention
 from .heads import CausalAttention, SingleHeadAttention
 from .i18n import get_language, set_language
+from .interventions import (
+    ablate_heads,
+    attention_layers,
+    even_weights,
+    freeze_attention,
+    mean_weights,
+    retrain_readout,
+    source_shares,
+)
 from .masks import build_mask, causal_mask, no_mask, sliding_window_mask, to_sdpa_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .tasks import IGNORE_INDEX, SEP, TASKS, make_batch
@@ -92,21 +104,28 @@ __all__ = [
     "TinyLM",
     "TinyLMConfig",
     "TrainHistory",
+    "ablate_heads",
     "attention",
+    "attention_layers",
     "build_mask",
     "causal_mask",
+    "even_weights",
     "evaluate",
+    "freeze_attention",
     "get_language",
     "head_color",
     "make_batch",
+    "mean_weights",
     "merge_heads",
     "no_mask",
     "pick_device",
     "plot_heads",
     "plot_lines",
     "plot_loss",
+    "retrain_readout",
     "set_language",
     "sliding_window_mask",
+    "source_shares",
     "split_heads",
     "text_heatmap",
     "to_sdpa_mask",
