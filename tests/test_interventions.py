@@ -108,7 +108,7 @@ def test_ablating_no_head_changes_nothing(build, return_weights):
 @pytest.mark.parametrize("return_weights", PATHS)
 def test_zero_ablation_equals_zeroing_the_heads_slice_by_hand(return_weights):
     model, x = tiny(), ids()
-    with ablate_heads(model, [2]):
+    with ablate_heads(model, [torch.tensor(2)]):  # any integer names a head
         ablated = logits(model, x, return_weights)
     expected = by_hand(model, x, zero_slice(2))
     torch.testing.assert_close(ablated, expected, rtol=0, atol=1e-6)
@@ -379,6 +379,10 @@ def test_bad_input_is_refused_with_the_value_and_the_fix():
     with raises(ValueError, "layer=2", "layer=0..1"), ablate_heads(cm, [(2, 0)]):
         pass
     with raises(ValueError, "head 1 is ambiguous", "[(0, 1)]"), ablate_heads(cm, [1]):
+        pass
+    with raises(ValueError, "heads=2", "heads=[1]"), ablate_heads(model, 2):
+        pass
+    with raises(ValueError, "'a' is not a head", "(0, 1)"), ablate_heads(model, ["a"]):
         pass
     with raises(ValueError, "how='max'", "how='zero'"), ablate_heads(model, [0], how="max"):
         pass

@@ -61,7 +61,7 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
             "tiny_lm.py",
             "device.py",
             "convert.py",
-            "interventions.py",
+            "interventions/*",
         ),
     ),  # fmt: skip
     ("output", ("*",)),
