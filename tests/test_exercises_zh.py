@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polib
 import pytest
+import test_checker_mistakes as mistakes  # the skeletons' typical wrong answers
 import test_exercises as cases  # the reference solutions and typical mistakes
 from i18n.library import check_library  # tools/i18n/library.py (pytest's pythonpath)
 from test_lesson_skeletons import make  # a single head with a chosen mistake
@@ -135,6 +136,19 @@ def test_the_lessons_own_skeleton_checkers_speak_chinese(zh, capsys):
         assert not english_words(out), out
     out = printed(capsys, modules.check_single_head_class, cases.sliding_mask)  # not a class
     assert out.startswith("❌ 还没通过：需要一个继承自 nn.Module 的类，收到的却是 function\n")
+
+
+def test_the_named_mistakes_of_the_bank_speak_chinese(zh, capsys):
+    """tests/test_checker_mistakes.py's wrong answers: each verdict is Chinese throughout, and
+    the one the lesson 05 check could not fail before names the missing dropout."""
+    for check, answer, _words in mistakes.BANK:
+        out = printed(capsys, check, answer)
+        assert out.startswith("❌ 还没通过："), out
+        assert not english_words(out), out
+    out = printed(capsys, modules.check_causal_attention_class, mistakes.NeverCallsDropout)
+    assert out.startswith(
+        "❌ 还没通过：你的 CausalAttention 在训练模式下（dropout=0.25）：从未应用 dropout"
+    ), out
 
 
 # --- English, unchanged ---------------------------------------------------------------------

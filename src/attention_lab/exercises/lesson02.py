@@ -109,6 +109,13 @@ def check_cross_attention(fn) -> str:
                     "weights = softmax(q @ k.transpose(-2, -1) / √d_head)"
                 ),
             )
+        if _close(out, weights @ k):
+            raise _Wrong(
+                _(
+                    "{where}, the weights are right, but out uses the keys where the values belong"
+                ).format(where=where),
+                _("out is the weighted average of the values: weights @ W_v(x_kv)"),
+            )
         raise _Wrong(
             _("{where}, the weights are right but out is not").format(where=where),
             _("out is the weighted average of the values: weights @ W_v(x_kv)"),

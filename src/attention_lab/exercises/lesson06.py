@@ -120,6 +120,17 @@ def check_einsum_attention(fn) -> str:
                 _("{where}, the scores are divided by d_head").format(where=where),
                 _("divide by √d_head, not d_head"),
             )
+        over_queries = torch.softmax(
+            (scores / math.sqrt(d)).masked_fill(blocked, float("-inf")), dim=-2
+        )  # (B, H, T, T): each column sums to 1
+        if _close(weights, over_queries):
+            raise _Wrong(
+                _(
+                    "{where}, softmax over the wrong axis (queries instead of keys): each column "
+                    "of the weights sums to 1, not each row"
+                ).format(where=where),
+                _("softmax over the keys, the last dimension: torch.softmax(scores, dim=-1)"),
+            )
         if _close(weights, _masked_softmax(scores.transpose(-2, -1) / math.sqrt(d), blocked)):
             raise _Wrong(
                 _(
@@ -146,6 +157,14 @@ def check_einsum_attention(fn) -> str:
                     where=where, gap=(weights - want_w).abs().max().item()
                 ),
                 _("softmax over the keys, dim=-1"),
+            )
+        if _close(context, weights @ k):
+            raise _Wrong(
+                _(
+                    "{where}, the weights are right, but the context uses the keys where the "
+                    "values belong"
+                ).format(where=where),
+                _("context = torch.einsum('bhqk,bhkd->bhqd', weights, v)"),
             )
         raise _Wrong(
             _("{where}, the weights are right but the context is not").format(where=where),

@@ -4,12 +4,12 @@
 Each one builds the learner's class, copies its weights into the library's class of the same
 name (the parameter names are the same, so ``load_state_dict`` works), and compares the two on
 random batches. The causal ones also change a future token and check that no earlier output
-moves. A wrong answer gets the most specific diagnosis the checker recognises.
+moves, and check dropout in training and in eval mode (``_dropout``). A wrong answer is run
+against the typical wrong answers (``_variants``): the one it matches is named in the first
+line of the verdict; "differs by up to x" is left for mistakes nobody has catalogued.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn as nn
@@ -17,7 +17,17 @@ import torch.nn as nn
 from ..heads import CausalAttention, SingleHeadAttention
 from ..i18n import N_, _
 from ..multihead import MultiHeadAttention
-from ._core import _call, _close, _tensor, _Wrong, checker
+from ._core import _call, _close, _LearnerError, _tensor, _Wrong, checker
+from ._dropout import check_dropout
+from ._variants import (
+    Option,
+    attend,
+    mask_options,
+    name_the_mistake,
+    scale_options,
+    softmax_options,
+    values_options,
+)
 
 
 def _build(cls, *args):
@@ -57,8 +67,25 @@ def _copy_weights(learner: nn.Module, reference: nn.Module) -> None:
 
 
 def _forward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    with torch.no_grad():
-        out = _call(module, x.clone())
+    try:
+        with torch.no_grad():
+            out = _call(module, x.clone())
+    except _LearnerError as raised:
+        T, ctx = x.shape[1], getattr(getattr(module, "mask", None), "shape", (0,))[0]
+        if isinstance(raised.error, RuntimeError) and 0 < T < ctx:
+            try:  # the same module on a sequence of the full context_length
+                with torch.no_grad():
+                    module(torch.randn(x.shape[0], ctx, x.shape[2]))
+            except Exception:  # noqa: BLE001 - another mistake: report the first error
+                raise raised from None
+            raise _Wrong(
+                _(
+                    "forward fails when T={T} is shorter than context_length={ctx}: the mask "
+                    "was not sliced to (T, T)"
+                ).format(T=T, ctx=ctx),
+                _("slice the mask to the sequence: self.mask[:T, :T]"),
+            ) from None
+        raise
     if isinstance(out, tuple):
         raise _Wrong(
             _("forward(x) returned a tuple"),
@@ -69,63 +96,33 @@ def _forward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 def _compare(module: nn.Module, reference: nn.Module, x: torch.Tensor, shape: tuple):
     """The learner's output (checked for its shape) and the reference's, on the same x."""
-    out = _tensor(_forward(module, x), "forward(x)", shape)
+    out = _forward(module, x)
+    B, T = x.shape[:2]
+    if isinstance(out, torch.Tensor) and out.shape[-2:] == (T, T) and tuple(shape[-2:]) != (T, T):
+        raise _Wrong(
+            _("forward(x) returned the weights {shape}, not the output weights @ v").format(
+                shape=tuple(out.shape)
+            ),
+            _("return weights @ v; the weights come back only with return_weights"),
+        )
+    out = _tensor(out, "forward(x)", shape)
     with torch.no_grad():
         want = reference(x)
     return out, want
 
 
-def _scores(module: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unscaled single-head scores q kᵀ and the values, from the module's own layers."""
+def _diagnose_head(out, module, x, d: int, where: str, causal: bool) -> None:
+    """Raise ``_Wrong`` naming the typical mistakes that explain a single head's ``out``."""
+    d_in = x.shape[-1]
     with torch.no_grad():
         q, k, v = module.W_q(x), module.W_k(x), module.W_v(x)  # (B, T, d) each
-    return q @ k.transpose(-2, -1), v  # (B, T, T), (B, T, d)
-
-
-def _diagnose_head(out, module, x, d: int, where: str, causal: bool) -> None:
-    """Raise the most specific _Wrong for a single head's output ``out``."""
-    scores, v = _scores(module, x)  # (B, T, T), (B, T, d)
-    T = x.shape[1]
-    blocked = torch.ones(T, T, dtype=torch.bool).triu(1)  # (T, T), True = blocked
-
-    def softmax(s, dim=-1, mask=causal):
-        if mask:
-            s = s.masked_fill(blocked, float("-inf"))
-        return torch.softmax(s, dim=dim)
-
-    if _close(out, softmax(scores) @ v):
-        raise _Wrong(
-            _("{where}, the scores are not scaled").format(where=where),
-            _(
-                "divide q @ k.transpose(-2, -1) by √d_head (here √{d_head}) before the softmax"
-            ).format(d_head=d),
-        )
-    if d > 1 and _close(out, softmax(scores / d) @ v):
-        raise _Wrong(
-            _("{where}, the scores are divided by d_head").format(where=where),
-            _("divide by √d_head"),
-        )
-    if _close(out, softmax(scores / math.sqrt(d), dim=-2) @ v):
-        raise _Wrong(
-            _("{where}, each column of the weights sums to 1, not each row").format(where=where),
-            _("softmax over the keys, the last dimension: torch.softmax(scores, dim=-1)"),
-        )
-    if causal and _close(out, softmax(scores / math.sqrt(d), mask=False) @ v):
-        raise _Wrong(
-            _("{where}, the output is that of a head with no mask: the future leaks in").format(
-                where=where
-            ),
-            _("scores.masked_fill(self.mask[:T, :T], float('-inf')) before the softmax"),
-        )
-    if causal:
-        after = torch.softmax(scores / math.sqrt(d), dim=-1).masked_fill(blocked, 0.0)
-        if _close(out, after @ v):
-            raise _Wrong(
-                _(
-                    "{where}, the future is zeroed after the softmax, so rows no longer sum to 1"
-                ).format(where=where),
-                _("mask the scores with -inf before the softmax (notebook 04)"),
-            )
+    steps = {
+        "scale": scale_options(d, d_in, "d_in"),
+        "softmax": softmax_options(),
+        "mask": mask_options(causal),
+        "values": values_options(),
+    }
+    name_the_mistake(out, steps, lambda **c: attend(q, k, v, d_model=d_in, **c), where)
 
 
 @checker("02", N_("write forward(x): Q, K, V from the three layers, then the formula"))
@@ -186,7 +183,20 @@ def check_causal_attention_class(cls) -> str:
                 _("scores / √d_head, masked_fill(mask[:T, :T], -inf), softmax, dropout, @ V"),
             )
         _check_causal(module, x, _("your CausalAttention"))
-    return _("your CausalAttention gives the library's numbers and never looks ahead")
+    T = 4  # the dropout probe: d_in = T, d_out = 2T (see _dropout)
+    check_dropout(
+        lambda p: _build(cls, T, 2 * T, T, p),
+        CausalAttention(T, 2 * T, T, dropout=0.25),
+        _forward,
+        1,
+        T,
+        _("your CausalAttention"),
+    )
+    return _(
+        "your CausalAttention gives the library's numbers, never looks ahead, drops weights "
+        "in training mode and rescales the rest by 1 / (1 - p), and is deterministic in "
+        "eval mode"
+    )
 
 
 @checker("06", N_("write forward(x): split heads, swap axes, attend, swap back, merge heads, W_o"))
@@ -201,15 +211,7 @@ def check_multi_head_class(cls) -> str:
         out, want = _compare(module, reference, x, (B, T, D))  # (B, T, D) each
         if not _close(out, want):
             where = _("with d_model={D}, n_heads={H}").format(D=D, H=H)
-            with torch.no_grad():
-                unsplit = _no_transpose(module, x, H)  # (B, T, D)
-            if _close(out, unsplit):
-                raise _Wrong(
-                    _(
-                        "{where}, the heads were split with view(B, H, T, d_head), no transpose"
-                    ).format(where=where),
-                    _("view(B, T, H, d_head).transpose(1, 2): each head must get its own features"),
-                )
+            _diagnose_multi_head(out, module, x, H, where)
             raise _Wrong(
                 _(
                     "{where}, your output differs from MultiHeadAttention's by up to {gap:.3f}"
@@ -217,18 +219,74 @@ def check_multi_head_class(cls) -> str:
                 _("follow the mnemonic: split heads, swap axes, attend, swap back, merge, W_o"),
             )
         _check_causal(module, x, _("your MultiHeadAttention"))
+    T, H = 4, 2  # the dropout probe: d_head = 2T (see _dropout)
+    check_dropout(
+        lambda p: _build(cls, H * 2 * T, H, T, p),
+        MultiHeadAttention(H * 2 * T, H, T, dropout=0.25),
+        _forward,
+        H,
+        T,
+        _("your MultiHeadAttention"),
+    )
     return _("your MultiHeadAttention gives the library's numbers and never looks ahead")
 
 
-def _no_transpose(module: nn.Module, x: torch.Tensor, H: int) -> torch.Tensor:
-    """The typical mistake: split the heads with a plain view, without the transpose."""
+def _diagnose_multi_head(out, module, x, H: int, where: str) -> None:
+    """Raise ``_Wrong`` naming the typical mistakes that explain a multi-head ``out``."""
     B, T, D = x.shape
     d = D // H
-    q, k, v = (W(x).view(B, H, T, d) for W in (module.W_q, module.W_k, module.W_v))
-    blocked = torch.ones(T, T, dtype=torch.bool).triu(1)  # (T, T)
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(d)).masked_fill(blocked, float("-inf"))
-    context = torch.softmax(scores, dim=-1) @ v  # (B, H, T, d)
-    return module.W_o(context.transpose(1, 2).reshape(B, T, D))
+    with torch.no_grad():
+        projected = module.W_q(x), module.W_k(x), module.W_v(x)  # 3 x (B, T, D)
+
+    def compute(split, merge, out_proj, **head):
+        if split == "transpose":
+            q, k, v = (t.view(B, T, H, d).transpose(1, 2) for t in projected)  # (B, H, T, d)
+        else:
+            q, k, v = (t.view(B, H, T, d) for t in projected)  # the rows of several positions
+        context = attend(q, k, v, d_model=D, **head)  # (B, H, T, d)
+        if merge == "transpose":
+            merged = context.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        else:
+            merged = context.reshape(B, T, D)  # heads' rows laid end to end
+        return module.W_o(merged) if out_proj == "W_o" else merged  # (B, T, D)
+
+    steps = {
+        "split": [
+            Option("transpose"),
+            Option(
+                "view",
+                _(
+                    "the heads were split with view(B, H, T, d_head), no transpose: each head "
+                    "gets a mix of positions, not its own features"
+                ),
+                _("view(B, T, H, d_head).transpose(1, 2): each head must get its own features"),
+            ),
+        ],
+        "merge": [
+            Option("transpose"),
+            Option(
+                "view",
+                _(
+                    "merged the heads without transposing back: (B, H, T, d_head) was "
+                    "reshaped straight to (B, T, D)"
+                ),
+                _("swap back first: context.transpose(1, 2).contiguous().view(B, T, D)"),
+            ),
+        ],
+        "out_proj": [
+            Option("W_o"),
+            Option(
+                "none",
+                _("out_proj missing: W_o is never applied to the merged heads"),
+                _("end with out = self.W_o(merged): W_o mixes what the heads found"),
+            ),
+        ],
+        "scale": scale_options(d, D, "d_model"),
+        "softmax": softmax_options()[:2],
+        "mask": mask_options(causal=True),
+        "values": values_options()[:2],
+    }
+    name_the_mistake(out, steps, compute, where)
 
 
 __all__ = [

@@ -1,0 +1,393 @@
+"""A bank of the wrong answers learners write for the skeletons of lessons 02, 05 and 06, and
+for the exercises that compare whole outputs: each gets "not yet", with the mistake named in
+the first line of the verdict; the right answers, written as a learner would, still pass.
+
+Every class keeps the ``__init__`` the notebook gives and writes its own ``forward``, as a
+learner completing the skeleton does."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from attention_lab import causal_mask
+from attention_lab.exercises import check_cross_attention, check_einsum_attention, modules
+from attention_lab.exercises._core import FAILED, PASSED
+
+# --- the skeletons' __init__, as the notebooks give them ---------------------------------------
+
+
+class Head02(nn.Module):
+    """Notebook 02's SingleHeadAttention, forward written right."""
+
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_q = nn.Linear(d_in, d_out, bias=False)
+        self.W_k = nn.Linear(d_in, d_out, bias=False)
+        self.W_v = nn.Linear(d_in, d_out, bias=False)
+
+    def forward(self, x):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        weights = torch.softmax(Q @ K.transpose(-2, -1) / K.size(-1) ** 0.5, dim=-1)
+        return weights @ V
+
+
+class Causal05(nn.Module):
+    """Notebook 05's CausalAttention, forward written right."""
+
+    def __init__(self, d_in, d_out, context_length, dropout=0.0):
+        super().__init__()
+        self.W_q = nn.Linear(d_in, d_out, bias=False)
+        self.W_k = nn.Linear(d_in, d_out, bias=False)
+        self.W_v = nn.Linear(d_in, d_out, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", causal_mask(context_length), persistent=False)
+
+    def scores(self, x):
+        T = x.shape[1]
+        q, k = self.W_q(x), self.W_k(x)
+        scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+        return scores.masked_fill(self.mask[:T, :T], float("-inf"))
+
+    def forward(self, x, return_weights=False):
+        weights = torch.softmax(self.scores(x), dim=-1)
+        out = self.dropout(weights) @ self.W_v(x)
+        return (out, weights) if return_weights else out
+
+
+class MultiHead06(nn.Module):
+    """Notebook 06's MultiHeadAttention, forward written right."""
+
+    def __init__(self, d_model, n_heads, context_length, dropout=0.0):
+        super().__init__()
+        self.n_heads, self.d_head = n_heads, d_model // n_heads
+        self.W_q, self.W_k, self.W_v = (nn.Linear(d_model, d_model, bias=False) for _ in "qkv")
+        self.W_o = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", causal_mask(context_length), persistent=False)
+
+    def split(self, t):
+        B, T, D = t.shape
+        return t.view(B, T, self.n_heads, self.d_head).transpose(1, 2)
+
+    def attend(self, x, scale=None):
+        T = x.shape[1]
+        q, k, v = self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / (scale or self.d_head**0.5)
+        scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))
+        return self.dropout(torch.softmax(scores, dim=-1)) @ v  # (B, H, T, d_head)
+
+    def forward(self, x, return_weights=False):
+        B, T, D = x.shape
+        context = self.attend(x)
+        return self.W_o(context.transpose(1, 2).contiguous().view(B, T, D))
+
+
+# --- lesson 02: one head ---------------------------------------------------------------------
+
+
+class ScaledByInputWidth(Head02):
+    def forward(self, x):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(x.shape[-1]), dim=-1) @ V
+
+
+class Unscaled(Head02):
+    def forward(self, x):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        return torch.softmax(Q @ K.transpose(-2, -1), dim=-1) @ V
+
+
+class SoftmaxOverQueries(Head02):
+    def forward(self, x):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        return torch.softmax(Q @ K.transpose(1, 2) / K.size(-1) ** 0.5, dim=1) @ V
+
+
+class KeysAsValues(Head02):
+    def forward(self, x):
+        Q, K = self.W_q(x), self.W_k(x)
+        return torch.softmax(Q @ K.transpose(-2, -1) / K.size(-1) ** 0.5, dim=-1) @ K
+
+
+class NoSoftmax(Head02):
+    def forward(self, x):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        return (Q @ K.transpose(-2, -1) / K.size(-1) ** 0.5) @ V
+
+
+class ReturnsWeights(Head02):
+    def forward(self, x):
+        Q, K = self.W_q(x), self.W_k(x)
+        return torch.softmax(Q @ K.transpose(-2, -1) / K.size(-1) ** 0.5, dim=-1)
+
+
+# --- lesson 05: the causal head and its dropout -----------------------------------------------
+
+
+class NeverCallsDropout(Causal05):
+    def forward(self, x, return_weights=False):
+        weights = torch.softmax(self.scores(x), dim=-1)
+        out = weights @ self.W_v(x)  # self.dropout is built but never called
+        return (out, weights) if return_weights else out
+
+
+class DropoutNotRescaled(Causal05):
+    def forward(self, x, return_weights=False):
+        weights = torch.softmax(self.scores(x), dim=-1)
+        dropped = weights
+        if self.training:
+            dropped = weights * (torch.rand_like(weights) >= self.dropout.p)
+        out = dropped @ self.W_v(x)
+        return (out, weights) if return_weights else out
+
+
+class DropoutInEvalToo(Causal05):
+    def forward(self, x, return_weights=False):
+        weights = torch.softmax(self.scores(x), dim=-1)
+        out = F.dropout(weights, self.dropout.p) @ self.W_v(x)  # training=True by default
+        return (out, weights) if return_weights else out
+
+
+class DropoutOnTheOutput(Causal05):
+    def forward(self, x, return_weights=False):
+        weights = torch.softmax(self.scores(x), dim=-1)
+        out = self.dropout(weights @ self.W_v(x))
+        return (out, weights) if return_weights else out
+
+
+class DropoutOnTheScores(Causal05):
+    def forward(self, x, return_weights=False):
+        weights = torch.softmax(self.dropout(self.scores(x)), dim=-1)
+        out = weights @ self.W_v(x)
+        return (out, weights) if return_weights else out
+
+
+class DropoutRenormalised(Causal05):
+    def forward(self, x, return_weights=False):
+        weights = torch.softmax(self.scores(x), dim=-1)
+        dropped = self.dropout(weights)
+        dropped = dropped / dropped.sum(-1, keepdim=True)  # "rows must sum to 1"
+        out = dropped @ self.W_v(x)
+        return (out, weights) if return_weights else out
+
+
+class MaskNotAssigned(Causal05):
+    def forward(self, x, return_weights=False):
+        T = x.shape[1]
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+        scores.masked_fill(self.mask[:T, :T], float("-inf"))  # the result is thrown away
+        weights = torch.softmax(scores, dim=-1)
+        out = self.dropout(weights) @ v
+        return (out, weights) if return_weights else out
+
+
+class MaskInverted(Causal05):
+    def forward(self, x, return_weights=False):
+        T = x.shape[1]
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+        scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        out = self.dropout(weights) @ v
+        return (out, weights) if return_weights else out
+
+
+class MaskedWithZero(Causal05):
+    def forward(self, x, return_weights=False):
+        T = x.shape[1]
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+        scores = scores.masked_fill(self.mask[:T, :T], 0.0)
+        weights = torch.softmax(scores, dim=-1)
+        out = self.dropout(weights) @ v
+        return (out, weights) if return_weights else out
+
+
+class MaskNotSliced(Causal05):
+    def forward(self, x, return_weights=False):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+        scores = scores.masked_fill(self.mask, float("-inf"))  # (ctx, ctx), not (T, T)
+        weights = torch.softmax(scores, dim=-1)
+        out = self.dropout(weights) @ v
+        return (out, weights) if return_weights else out
+
+
+class UnscaledAndUnmasked(Causal05):
+    def forward(self, x, return_weights=False):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+        out = self.dropout(weights) @ v
+        return (out, weights) if return_weights else out
+
+
+# --- lesson 06: several heads -----------------------------------------------------------------
+
+
+class SplitWithoutTranspose(MultiHead06):
+    def split(self, t):
+        B, T, D = t.shape
+        return t.view(B, self.n_heads, T, self.d_head)
+
+
+class MergedWithoutTransposeBack(MultiHead06):
+    def forward(self, x, return_weights=False):
+        B, T, D = x.shape
+        return self.W_o(self.attend(x).reshape(B, T, D))
+
+
+class ScaledByDModel(MultiHead06):
+    def forward(self, x, return_weights=False):
+        B, T, D = x.shape
+        context = self.attend(x, scale=D**0.5)
+        return self.W_o(context.transpose(1, 2).contiguous().view(B, T, D))
+
+
+class OutProjMissing(MultiHead06):
+    def forward(self, x, return_weights=False):
+        B, T, D = x.shape
+        return self.attend(x).transpose(1, 2).contiguous().view(B, T, D)
+
+
+class MultiHeadKeysAsValues(MultiHead06):
+    def forward(self, x, return_weights=False):
+        B, T, D = x.shape
+        q, k = self.split(self.W_q(x)), self.split(self.W_k(x))
+        scores = (q @ k.transpose(-2, -1) / self.d_head**0.5).masked_fill(
+            self.mask[:T, :T], float("-inf")
+        )
+        context = self.dropout(torch.softmax(scores, dim=-1)) @ k
+        return self.W_o(context.transpose(1, 2).contiguous().view(B, T, D))
+
+
+class MultiHeadNeverDrops(MultiHead06):
+    def forward(self, x, return_weights=False):
+        B, T, D = x.shape
+        q, k, v = self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x))
+        scores = (q @ k.transpose(-2, -1) / self.d_head**0.5).masked_fill(
+            self.mask[:T, :T], float("-inf")
+        )
+        context = torch.softmax(scores, dim=-1) @ v
+        return self.W_o(context.transpose(1, 2).contiguous().view(B, T, D))
+
+
+# --- exercises that compare whole outputs ------------------------------------------------------
+
+
+def cross_attention_keys_as_values(x_q, x_kv, W_q, W_k, W_v):
+    q, k = W_q(x_q), W_k(x_kv)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, dim=-1)
+    return weights @ k, weights
+
+
+def einsum_over_queries(q, k, v, mask=None):
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-2)
+    return torch.einsum("bhqk,bhkd->bhqd", weights, v), weights
+
+
+def einsum_keys_as_values(q, k, v, mask=None):
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return torch.einsum("bhqk,bhkd->bhqd", weights, k), weights
+
+
+single, causal, multi = (
+    modules.check_single_head_class,
+    modules.check_causal_attention_class,
+    modules.check_multi_head_class,
+)
+
+# (checker, wrong answer, the words that name its mistake in the verdict's first line)
+BANK = [
+    (single, ScaledByInputWidth, "instead of √d_head"),
+    (single, Unscaled, "no scaling"),
+    (single, SoftmaxOverQueries, "softmax over the wrong axis (queries instead of keys)"),
+    (single, KeysAsValues, "used the head's K where V belongs"),
+    (single, NoSoftmax, "no softmax"),
+    (single, ReturnsWeights, "returned the weights"),
+    (causal, NeverCallsDropout, "dropout never applied"),
+    (causal, DropoutNotRescaled, "dropout not rescaled"),
+    (causal, DropoutInEvalToo, "dropout active in eval mode"),
+    (causal, DropoutOnTheOutput, "dropout acts on the output"),
+    (causal, DropoutOnTheScores, "dropout was applied to the scores"),
+    (causal, DropoutRenormalised, "renormalised after dropout"),
+    (causal, MaskNotAssigned, "forgot the causal mask"),
+    (causal, MaskInverted, "the causal mask is inverted"),
+    (causal, MaskedWithZero, "set to 0, not to -inf"),
+    (causal, MaskNotSliced, "the mask was not sliced"),
+    (causal, UnscaledAndUnmasked, "no scaling"),
+    (causal, UnscaledAndUnmasked, "forgot the causal mask"),
+    (multi, SplitWithoutTranspose, "split with view(B, H, T, d_head), no transpose"),
+    (multi, MergedWithoutTransposeBack, "merged the heads without transposing back"),
+    (multi, ScaledByDModel, "scaled by √d_model = √12 instead of √d_head = √4"),
+    (multi, OutProjMissing, "out_proj missing"),
+    (multi, MultiHeadKeysAsValues, "used the head's K where V belongs"),
+    (multi, MultiHeadNeverDrops, "dropout never applied"),
+    (check_cross_attention, cross_attention_keys_as_values, "the keys where the values belong"),
+    (check_einsum_attention, einsum_over_queries, "softmax over the wrong axis"),
+    (check_einsum_attention, einsum_keys_as_values, "the keys where the values belong"),
+]
+
+
+def first_line(check, answer) -> tuple[str, str]:
+    verdict = check(answer, record=False)
+    return verdict.status, str(verdict).splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    "check, answer, words",
+    BANK,
+    ids=[f"{answer.__name__}-{words}" for _check, answer, words in BANK],
+)
+def test_a_typical_wrong_answer_is_named_in_the_first_line(check, answer, words):
+    status, line = first_line(check, answer)
+    assert status == FAILED, line
+    assert words in line, line
+    assert "differs" not in line, line  # named, not only measured
+
+
+def test_the_bank_holds_at_least_twelve_different_mistakes():
+    assert len({answer for _check, answer, _words in BANK}) >= 12
+
+
+class CausalWithFunctionalDropout(Causal05):
+    """Right as well: F.dropout told the mode."""
+
+    def forward(self, x, return_weights=False):
+        weights = torch.softmax(self.scores(x), dim=-1)
+        dropped = F.dropout(weights, self.dropout.p, training=self.training)
+        out = dropped @ self.W_v(x)
+        return (out, weights) if return_weights else out
+
+
+@pytest.mark.parametrize(
+    "check, answer",
+    [
+        (single, Head02),
+        (causal, Causal05),
+        (causal, CausalWithFunctionalDropout),
+        (multi, MultiHead06),
+    ],
+)
+def test_the_right_answers_still_pass(check, answer):
+    verdict = check(answer, record=False)
+    assert verdict.status == PASSED, str(verdict)
+
+
+def test_the_causal_check_trains_the_dropout_it_teaches():
+    """A head that never calls its dropout gives the library's numbers in eval mode, so only
+    a check in training mode can fail it: the verdict says the check trained it."""
+    status, line = first_line(causal, NeverCallsDropout)
+    assert status == FAILED
+    assert "training mode with dropout=0.25" in line
