@@ -17,8 +17,15 @@ import pytest
 import torch
 from conftest import raises
 
-from attention_lab import MultiHeadSelfAttention, TinyLM, attention, make_batch, train_tiny_lm
-from attention_lab.charlm import CharLM, CharLMConfig
+from attention_lab import (
+    MultiHeadSelfAttention,
+    TinyLM,
+    TinyLMConfig,
+    attention,
+    make_batch,
+    train_tiny_lm,
+)
+from attention_lab.charlm import CharLM, CharLMConfig, head_shares
 from attention_lab.interventions import (
     ablate_heads,
     after_previous_occurrence,
@@ -172,6 +179,36 @@ def test_ablating_a_head_of_layer_1_changes_only_what_that_head_contributes(retu
     h2 = h2 + block1.mlp(block1.ln2(h2))  # (B, T, D)
     expected = model.lm_head(model.ln_f(h2))  # (B, T, vocab)
     torch.testing.assert_close(ablated, expected, rtol=0, atol=1e-5)
+    assert (ablated - plain).abs().max() > 1e-3
+
+
+@pytest.mark.skipif(
+    "n_layers" not in TinyLMConfig.__dataclass_fields__, reason="TinyLM has one layer only"
+)
+def test_a_two_layer_tiny_lm_is_ablated_and_frozen_layer_by_layer():
+    model, x = (
+        TinyLM(vocab_size=VOCAB, d_model=D, n_heads=H, context_length=CONTEXT, n_layers=2),
+        ids(),
+    )
+    model.eval()
+    blocks = [block.attn for block in model.blocks]
+    assert attention_layers(model) == blocks
+    _, weights = model(x, return_weights=True)  # (B, L, H, T, T)
+    with freeze_attention(model, even_weights(T), layer=1):
+        _, frozen = model(x, return_weights=True)
+    assert torch.equal(frozen[:, 0], weights[:, 0])
+    assert torch.equal(frozen[:, 1], even_weights(T).expand(B, H, T, T))
+    # ablating head 2 of layer 1 by hand: layer 1 adds out_proj of its zeroed context
+    h0 = model.tok_emb(x) + model.pos_emb(torch.arange(T))  # (B, T, D)
+    h1 = model.blocks[0](h0)  # (B, T, D)
+    seen = []
+    hook = blocks[1].out_proj.register_forward_pre_hook(lambda _m, a: seen.append(a[0]))
+    plain = model(x)
+    hook.remove()
+    expected = model.lm_head(h1 + blocks[1].out_proj(zero_slice(2)(seen[0])))  # (B, T, vocab)
+    with ablate_heads(model, [(1, 2)]):
+        ablated = model(x)
+    torch.testing.assert_close(ablated, expected, rtol=0, atol=1e-6)
     assert (ablated - plain).abs().max() > 1e-3
 
 
@@ -339,6 +376,15 @@ def test_source_shares_match_a_hand_count_on_a_shifted_matrix():
     torch.testing.assert_close(shares[2], torch.tensor([0.0, (1 / 3 + 1 / 4 + 1 / 5) / 3]))
     per_layer = source_shares(torch.stack([two_heads, two_heads.flip(0)])[None], offsets=1)
     assert per_layer.shape == (2, 2) and per_layer[0, 0] == per_layer[1, 1] == 1.0
+
+
+def test_source_shares_agree_with_charlms_head_shares_on_fixed_offsets():
+    model, x = charlm(), ids(batch=4, length=CONTEXT)
+    _, weights = model(x, return_weights=True)  # (B, L, H, T, T)
+    is_space = torch.zeros(VOCAB, dtype=torch.bool)
+    shares = head_shares(weights, x, is_space)
+    for name, k in (("current", 0), ("previous", 1), ("two back", 2)):
+        torch.testing.assert_close(source_shares(weights, offsets=k), shares[name])
 
 
 def test_source_shares_on_a_key_rule_leave_out_queries_without_a_key():
