@@ -369,6 +369,7 @@ def test_source_shares_match_a_hand_count_on_a_shifted_matrix():
     assert source_shares(w, offsets=1).item() == 1.0  # queries 1..4, each all on i - 1
     assert source_shares(w, offsets=0).item() == pytest.approx(1 / 5)  # query 0 only, of 5
     assert source_shares(w, offsets=2).item() == 0.0
+    assert source_shares(w, offsets=torch.tensor(1)).item() == 1.0  # any integer
     two_heads = torch.stack([w, even_weights(5)])  # (H, T, T)
     shares = source_shares(two_heads[None].expand(3, 2, 5, 5), offsets=[1, 2])
     # even head, offset 1: queries 1..4 give 1/2, 1/3, 1/4, 1/5
@@ -448,10 +449,14 @@ def test_bad_input_is_refused_with_the_value_and_the_fix():
         pass
     with freeze_attention(model, even_weights(T)), raises(ValueError, "T=7", "T=8"):
         model(ids(length=8))
+    with raises(ValueError, "minimum of nan"), freeze_attention(model, even_weights(T) * math.nan):
+        pass
     with raises(ValueError, "exactly one of offsets"):
         source_shares(shifted())
     with raises(ValueError, "(5, 5)", "bool"):
         source_shares(shifted(), keys=torch.ones(4, 4, dtype=torch.bool))
+    with raises(ValueError, "list", "last_match_keys"):
+        source_shares(shifted(), keys=[[True] * 5] * 5)
     with raises(ValueError, "int", "'previous'"):
         retrain_readout(model, 3, steps=1, layers=[0])
 

@@ -35,7 +35,8 @@ def _check_weights(block: MultiHeadSelfAttention, weights: torch.Tensor) -> torc
     leak = weights.masked_fill(~blocked, 0).abs().max().item()
     sums = weights.sum(dim=-1)  # (..., T)
     worst = (sums - 1).abs().max().item()
-    if weights.min().item() < 0 or leak > 1e-6 or worst > 1e-4:
+    finite = bool(torch.isfinite(weights).all())
+    if not finite or weights.min().item() < 0 or leak > 1e-6 or worst > 1e-4:
         raise ValueError(
             error_text(
                 "weights must be >= 0, zero on the keys the {mask_kind} mask blocks, and each "

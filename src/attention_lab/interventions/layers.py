@@ -115,7 +115,7 @@ def head_outputs(model: nn.Module, ids: torch.Tensor, layer: int = 0) -> torch.T
     finally:
         hook.remove()
     B, T, _ = seen[-1].shape
-    return seen[-1].view(B, T, block.n_heads, block.d_head)  # (B, T, H, d_head)
+    return seen[-1].reshape(B, T, block.n_heads, block.d_head)  # (B, T, H, d_head)
 
 
 def even_weights(T: int, mask_kind: str = "causal", window: int | None = None) -> torch.Tensor:

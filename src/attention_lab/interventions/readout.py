@@ -143,6 +143,3 @@ def _evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float
     device = next(model.parameters()).device
     loss, accuracy = _loss_and_accuracy(model(x.to(device)), y.to(device))
     return loss.item(), accuracy
-
-
-# ---------------------------------------------------------------- where the heads look

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from .._checks import as_size
 from ..i18n import error_text
 
 
@@ -31,22 +32,27 @@ def source_shares(
         raise ValueError(
             error_text("pass exactly one of offsets=k (e.g. offsets=1) or keys=rule (B, T, T)")
         )
-    if offsets is not None and not isinstance(offsets, int):
+    if offsets is not None and as_size(offsets) is None:
         return {k: source_shares(weights, offsets=k, per_query=per_query) for k in offsets}
     w = weights.reshape((1,) * max(0, 4 - weights.dim()) + tuple(weights.shape))  # (B, .., T, T)
     T = w.shape[-1]
     if offsets is not None:
         i = torch.arange(T, device=w.device)
-        keys = (i[None, :] - i[:, None]) == -offsets  # (T, T): key j = i - k
-    rule = keys if keys.dim() == 3 else keys[None]  # (B or 1, T, T)
-    fits = rule.dim() == 3 and rule.shape[-2:] == (T, T) and rule.shape[0] in (1, w.shape[0])
-    if rule.dtype != torch.bool or not fits:
+        keys = (i[None, :] - i[:, None]) == -as_size(offsets)  # (T, T): key j = i - k
+    rule = keys if getattr(keys, "ndim", 0) != 2 else keys[None]  # (B or 1, T, T)
+    fits = isinstance(rule, torch.Tensor) and rule.dtype == torch.bool and rule.dim() == 3
+    if not (fits and rule.shape[-2:] == (T, T) and rule.shape[0] in (1, w.shape[0])):
         raise ValueError(
             error_text(
                 "keys has shape {shape} and dtype {dtype}, but these weights need a bool rule "
                 "({T}, {T}) or ({B}, {T}, {T}); build it with last_match_keys or "
                 "after_previous_occurrence"
-            ).format(shape=tuple(keys.shape), dtype=keys.dtype, T=T, B=w.shape[0])
+            ).format(
+                shape=tuple(getattr(keys, "shape", ())),
+                dtype=getattr(keys, "dtype", type(keys).__name__),
+                T=T,
+                B=w.shape[0],
+            )
         )
     rule = rule.view(rule.shape[0], *([1] * (w.dim() - 3)), T, T).to(w.device)  # (B, .., T, T)
     on_keys = (w * rule).sum(dim=-1)  # (B, ..., T): weight each query puts on its keys
