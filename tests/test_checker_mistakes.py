@@ -153,6 +153,12 @@ class DropoutInEvalToo(Causal05):
         return (out, weights) if return_weights else out
 
 
+class FusedKernelDropoutAlways(Causal05):
+    def forward(self, x, return_weights=False):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout.p)
+
+
 class DropoutOnTheOutput(Causal05):
     def forward(self, x, return_weights=False):
         weights = torch.softmax(self.scores(x), dim=-1)
@@ -319,6 +325,7 @@ BANK = [
     (causal, NeverCallsDropout, "dropout never applied"),
     (causal, DropoutNotRescaled, "dropout not rescaled"),
     (causal, DropoutInEvalToo, "dropout active in eval mode"),
+    (causal, FusedKernelDropoutAlways, "dropout active in eval mode"),
     (causal, DropoutOnTheOutput, "dropout acts on the output"),
     (causal, DropoutOnTheScores, "dropout was applied to the scores"),
     (causal, DropoutRenormalised, "renormalised after dropout"),
@@ -371,12 +378,22 @@ class CausalWithFunctionalDropout(Causal05):
         return (out, weights) if return_weights else out
 
 
+class CausalWithFusedKernel(Causal05):
+    """Right as well: PyTorch's fused kernel, its dropout off in eval mode."""
+
+    def forward(self, x, return_weights=False):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        p = self.dropout.p if self.training else 0.0
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
+
+
 @pytest.mark.parametrize(
     "check, answer",
     [
         (single, Head02),
         (causal, Causal05),
         (causal, CausalWithFunctionalDropout),
+        (causal, CausalWithFusedKernel),
         (multi, MultiHead06),
     ],
 )
