@@ -10,21 +10,30 @@
 # - The proxy is configurable-http-proxy from hub/node_modules (`npm ci` in hub/).
 # - The servers run JupyterLab from the hub's own venv (tools/hub_env.sh), which every
 #   student can execute; the repository's .venv usually sits under a mode-700 home.
+# - Students kept apart (hub/README.md, "What the hub guarantees"): kernels talk over ipc
+#   sockets in the student's mode-700 runtime folder, never TCP; TMPDIR and every cache live
+#   in the home; umask 077 and a process limit for every student process; approving and
+#   discarding are POST forms with the XSRF token; cookies are SameSite=Lax; the lock-out is
+#   per name and address, with backoff, and never locks the teacher (an admin); one message
+#   for any refused login; bcrypt off the event loop; stopping a server kills every process
+#   of the student; un-approving or deleting a student revokes their tokens and cookie and
+#   stops their server; deleting one archives their home and removes their system user.
 #
 # Every setting below can be changed by an environment variable, so the tests run a
 # private hub on other ports with its own state folder and user prefix.
 import os
-import pwd
 import secrets
 import shutil
-import subprocess
+import stat
+import sys
 from pathlib import Path
-
-from jupyterhub.spawner import LocalProcessSpawner
 
 c = get_config()  # noqa: F821 -- provided by JupyterHub when it loads this file
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import classroom_hub  # noqa: E402 -- hub/classroom_hub.py: the authenticator, spawner, hooks
+
 env = os.environ.get
 HUB_VENV = Path(env("HUB_VENV", "/opt/attention-lab-hub/venv"))
 # tools/hub_env.sh puts a world-readable copy of the chapter beside the venv.
@@ -53,19 +62,36 @@ c.ConfigurableHTTPProxy.pid_file = str(STATE / "jupyterhub-proxy.pid")
 # stopping the hub stops every student's server and the proxy with it
 c.JupyterHub.cleanup_servers = True
 c.JupyterHub.cleanup_proxy = True
+# Every cookie the hub and the students' servers set is SameSite=Lax: no other site's page,
+# <img> or form sends it along.
+c.JupyterHub.tornado_settings = {"cookie_options": {"samesite": "Lax"}}
+c.Spawner.cookie_options = {"samesite": "Lax"}
 
-# --- sign-up with approval
-c.JupyterHub.authenticator_class = "native"
+# --- sign-up with approval (hub/classroom_hub.py: ClassroomAuthenticator)
+classroom_hub.SETTINGS = classroom_hub.Settings(
+    prefix=USER_PREFIX,
+    home_base=HOME_BASE,
+    state=STATE,
+    chapter=CHAPTER,
+    nproc=int(env("ATTENTION_LAB_HUB_NPROC", "512")),
+    lockout_after=int(env("ATTENTION_LAB_HUB_LOCKOUT_AFTER", "5")),
+    lockout_seconds=float(env("ATTENTION_LAB_HUB_LOCKOUT_SECONDS", "60")),
+)
+c.JupyterHub.authenticator_class = classroom_hub.ClassroomAuthenticator
+# the authorization page with POST forms (hub/templates/authorization-area.html)
+c.JupyterHub.template_paths = [str(HERE / "templates")]
 c.NativeAuthenticator.open_signup = False  # every sign-up waits for an admin
 c.NativeAuthenticator.minimum_password_length = 8
 c.NativeAuthenticator.check_common_password = True
-c.NativeAuthenticator.allowed_failed_logins = 5
-c.NativeAuthenticator.seconds_before_next_try = 60
 c.Authenticator.admin_users = {ADMIN}  # the teacher signs up first and is approved at once
 # NativeAuthenticator itself refuses anyone not approved; past that, every user may log in.
 c.Authenticator.allow_all = True
 # Names that make a safe system user name once prefixed (``alab-`` + at most 20 characters).
 c.Authenticator.username_pattern = r"^[a-z][a-z0-9_-]{0,19}$"
+# An un-approved student's cookie and tokens stop working within 30 s even if their access
+# was not revoked (un-approving revokes it at once), and before any spawn.
+c.Authenticator.auth_refresh_age = 30
+c.Authenticator.refresh_pre_spawn = True
 
 # --- a token for scripts (creating students, starting servers): the "class-admin" service
 token_file = STATE / "class-admin.token"
@@ -84,62 +110,16 @@ c.JupyterHub.load_roles = [
     }
 ]
 
-
-# --- one system user per student
-def system_user(hub_name: str) -> str:
-    return USER_PREFIX + hub_name
-
-
-def ensure_system_user(name: str) -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        pass
-    home = HOME_BASE / name
-    subprocess.run(
-        ["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/bash",
-         "--user-group", "--comment", "Attention Lab student", "--key", "UMASK=077", name],
-        check=True,
-    )  # fmt: skip
-    os.chmod(home, 0o700)  # whatever HOME_MODE login.defs sets: no one else may enter
-    return pwd.getpwnam(name)
-
-
-class ClassroomSpawner(LocalProcessSpawner):
-    """LocalProcessSpawner that runs ``<prefix><hub name>``, never the hub name itself, so no
-    sign-up can ever name an existing account such as root."""
-
-    @property
-    def system_user(self) -> str:
-        return system_user(self.user.name)
-
-    def make_preexec_fn(self, name):
-        return super().make_preexec_fn(self.system_user)
-
-    def user_env(self, env):
-        pw = pwd.getpwnam(self.system_user)
-        env.update(USER=pw.pw_name, LOGNAME=pw.pw_name, HOME=pw.pw_dir, SHELL=pw.pw_shell)
-        return env
-
-
-def copy_chapter(spawner) -> None:
-    """pre_spawn_hook: create the student's system user and copy the chapter into
-    ~/attention-lab, as the student (so every file is theirs), skipping files they have."""
-    pw = ensure_system_user(spawner.system_user)
-    dest = Path(pw.pw_dir) / "attention-lab"
-    if not CHAPTER.is_dir():
-        spawner.log.warning("no chapter at %s (run tools/hub_env.sh)", CHAPTER)
-        return
-    subprocess.run(
-        ["cp", "-r", "--no-clobber", "--no-target-directory", str(CHAPTER), str(dest)],
-        user=pw.pw_uid, group=pw.pw_gid, extra_groups=[], cwd=pw.pw_dir, check=True,
-        env={"PATH": "/usr/bin:/bin", "HOME": pw.pw_dir},
-    )  # fmt: skip
-
-
-c.JupyterHub.spawner_class = ClassroomSpawner
-c.Spawner.pre_spawn_hook = copy_chapter
+# --- one system user per student (hub/classroom_hub.py: ClassroomSpawner and its hooks)
+system_user = classroom_hub.system_user  # tests and scripts: the system user of a hub name
+c.JupyterHub.spawner_class = classroom_hub.ClassroomSpawner
+c.Spawner.pre_spawn_hook = classroom_hub.prepare_home  # user, TMPDIR, caches, the chapter
+c.Spawner.post_stop_hook = classroom_hub.kill_every_process  # nothing outlives the server
 c.Spawner.cmd = [str(HUB_VENV / "bin" / "jupyterhub-singleuser")]
+# Kernels talk to the server over ipc sockets beside their connection files, in the
+# student's mode-700 runtime folder: no other user can subscribe to them (over TCP, any
+# local user could connect to a kernel's IOPub port and read what it runs and prints).
+c.Spawner.args = ["--KernelManager.transport=ipc"]
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab/tree/attention-lab/01_weighted_average.ipynb"
 c.Spawner.disable_user_config = True
@@ -166,3 +146,26 @@ if shutil.which("useradd") is None:
     raise SystemExit(
         "jupyterhub_config.py: useradd not found; the hub creates one user per student"
     )
+
+
+# --- the solutions stay with the teacher
+def readable_by_others(path: Path) -> bool:
+    """Whether a user who is neither the owner nor in the group can read ``path``: every
+    folder above it searchable by others, the file readable by others."""
+    try:
+        if not path.stat().st_mode & stat.S_IROTH:
+            return False
+        return all(p.stat().st_mode & stat.S_IXOTH for p in path.parents)
+    except OSError:
+        return False
+
+
+for solutions in sorted((HERE.parent / "notebooks").rglob("*solutions*.ipynb")):
+    if readable_by_others(solutions):
+        print(
+            f"jupyterhub_config.py: WARNING: {solutions} is readable by every user of this "
+            f"machine, students included: chmod 700 {HERE.parent} (the hub needs nothing in "
+            "it but hub/; students get the chapter from the copy tools/hub_env.sh makes)",
+            file=sys.stderr,
+        )
+        break

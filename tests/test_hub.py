@@ -157,7 +157,7 @@ def test_intruder(classroom):
         )
         assert r.status_code == 200
         r = _form(sa, f"{hub.url}/hub/login", {"username": a, "password": good})
-        assert "not been authorized" in r.text and not _logged_in(sa, hub)
+        assert "Invalid username or password" in r.text and not _logged_in(sa, hub)
         # the teacher (admin_users) signs up, is approved at once, logs in and approves A
         st = requests.Session()
         teacher_pw = "teacher-pass-42"
@@ -165,9 +165,26 @@ def test_intruder(classroom):
         _form(st, f"{hub.url}/hub/signup", {"username": "teacher", **fields})
         r = _form(st, f"{hub.url}/hub/login", {"username": "teacher", "password": teacher_pw})
         assert r.status_code == 302 and _logged_in(st, hub)
-        # a student cannot approve anyone: the page is the teacher's
-        assert sa.get(f"{hub.url}/hub/authorize/{a}", timeout=30).status_code == 403
-        approve = st.get(f"{hub.url}/hub/authorize/{a}", allow_redirects=False, timeout=30)
+
+        # a student cannot approve anyone: the page is the teacher's (its buttons are POST
+        # forms with the XSRF token; tests/test_hub_redteam.py shows a GET does nothing)
+        def xsrf(session, page: str) -> str:
+            text = session.get(f"{hub.url}/hub/{page}", timeout=30).text
+            return re.search(r'name="_xsrf" value="([^"]+)"', text).group(1)
+
+        r = sa.post(
+            f"{hub.url}/hub/authorize/{a}",
+            data={"_xsrf": xsrf(sa, "login")},
+            allow_redirects=False,
+            timeout=30,
+        )
+        assert r.status_code == 403, r.status_code
+        approve = st.post(
+            f"{hub.url}/hub/authorize/{a}",
+            data={"_xsrf": xsrf(st, "authorize")},
+            allow_redirects=False,
+            timeout=30,
+        )
         assert approve.status_code == 302, approve.status_code
         assert a in st.get(f"{hub.url}/hub/authorize", timeout=30).text
 
@@ -185,7 +202,7 @@ def test_intruder(classroom):
             {"username": "mallory", "signup_password": good, "signup_password_confirmation": good},
         )
         r = _form(su, f"{hub.url}/hub/login", {"username": "mallory", "password": good})
-        assert "not been authorized" in r.text and not _logged_in(su, hub)
+        assert "Invalid username or password" in r.text and not _logged_in(su, hub)
         assert r.status_code == 200 and "jupyterhub-session-id" not in r.headers.get(
             "set-cookie", ""
         )

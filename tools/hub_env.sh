@@ -5,7 +5,8 @@
 #              NativeAuthenticator, JupyterLab and this package (not editable), pinned by
 #              constraints.txt. The repository's .venv will not do: its interpreter, and often
 #              the clone itself, sit under a mode-700 home (/root), which a student cannot enter.
-#   $(dirname $HUB_VENV)/chapter  the notebooks a student's first spawn copies to ~/attention-lab.
+#   $(dirname $HUB_VENV)/chapter  the notebooks a student's first spawn copies to ~/attention-lab
+#              (never the solutions).
 #   hub/node_modules  configurable-http-proxy from hub/package-lock.json (`npm ci`).
 # Re-running it is cheap: pip runs over the dependencies only when pyproject.toml or
 # constraints.txt changed; the package itself is reinstalled every time (a few seconds).
@@ -60,11 +61,21 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 # The chapter that each student's first spawn copies into ~/attention-lab (the English
-# edition), world-readable beside the venv: the hub copies it as the student.
+# edition), world-readable beside the venv: the hub copies it as the student. Never the
+# solutions (exercises_solutions.ipynb, in any edition): they stay with the teacher, whose
+# checkout must be out of the students' reach (chmod 700; hub/README.md).
 CHAPTER=$(dirname "$HUB_VENV")/chapter
 rm -rf "$CHAPTER.new" && mkdir -p "$CHAPTER.new"
-cp notebooks/*.ipynb "$CHAPTER.new/"
+for nb in notebooks/*.ipynb; do
+    case "$(basename "$nb")" in *solutions*) continue ;; esac
+    cp "$nb" "$CHAPTER.new/"
+done
 chmod -R a+rX "$CHAPTER.new" && rm -rf "$CHAPTER" && mv "$CHAPTER.new" "$CHAPTER"
+leaked=$(find "$HUB_VENV" "$CHAPTER" -iname '*solutions*.ipynb' | head -1)
+if [ -n "$leaked" ]; then
+    echo "hub_env: $leaked would be readable by every student; remove it" >&2
+    exit 1
+fi
 
 if [ ! -x hub/node_modules/.bin/configurable-http-proxy ] \
     || ! cmp -s hub/package-lock.json hub/node_modules/.installed-from-lock.json; then
