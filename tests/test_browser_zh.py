@@ -13,7 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_helpers import free_port, offline_context, require_browser, serve, stop
+from browser_helpers import (
+    WEB_FONT_FAMILY,
+    free_port,
+    glyph_problems,
+    offline_context,
+    require_browser,
+    serve,
+    stop,
+    web_font_state,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -85,4 +94,42 @@ def test_the_chinese_explorer_speaks_chinese(chromium, zh_voila_url):
             page.screenshot(path=str(ARTIFACTS / f"zh-voila-{width}x{height}.png"))
     finally:
         context.close()
+    assert not blocked, f"the app asked for outside addresses: {blocked}"
+
+
+def test_every_chinese_character_of_the_explorer_has_a_glyph(chromium, zh_voila_url):
+    """On a machine without a CJK system font (CI's), every Chinese character of the app and
+    of its presenter view is drawn by a font that has it: the package's subset, served by the
+    template as a web font. Screenshots: artifacts/zh-voila-glyphs-<view>-<w>x<h>.png."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    root = ".attention-lab-explorer"
+    blocked: list[str] = []
+    local = "/".join(zh_voila_url.split("/", 3)[:3])
+    context = offline_context(chromium, (local,), blocked, {"width": 1280, "height": 800})
+    problems, checked, fonts = {}, {}, {}
+    try:
+        page = context.new_page()
+        page.goto(zh_voila_url, timeout=PAGE_TIMEOUT_MS, wait_until="domcontentloaded")
+        page.locator(f"{root} .attention-lab-status").wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.locator(f"{root} img.attention-lab-heatmap").wait_for(timeout=PAGE_TIMEOUT_MS)
+        for view, (width, height) in (("app", SIZES[0]), ("presenter", SIZES[1])):
+            page.evaluate(f"location.hash = '{'#presenter' if view == 'presenter' else ''}'")
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(400)
+            text = page.locator("body").inner_text()
+            fonts[view] = web_font_state(page, "".join(sorted(set(CJK.findall(text)))))
+            page.screenshot(path=str(ARTIFACTS / f"zh-voila-glyphs-{view}-{width}x{height}.png"))
+            problems[view], checked[view] = glyph_problems(page)
+    finally:
+        context.close()
+    for view in problems:
+        assert checked[view] > 100, f"{view}: only {checked[view]} characters found to check"
+        assert not problems[view], f"{view}: drawn without their glyph:\n" + "\n".join(
+            problems[view]
+        )
+        faces = fonts[view]["faces"]
+        assert faces and "error" not in str(faces) and "loaded" in str(faces), (
+            f"{view}: the web font {WEB_FONT_FAMILY!r} did not load: faces {faces}"
+        )
+        assert fonts[view]["check"], f"{view}: document.fonts.check is false: {fonts[view]}"
     assert not blocked, f"the app asked for outside addresses: {blocked}"

@@ -8,11 +8,16 @@
    /rise/02_query_key_value.ipynb, three slides advance, and a figure becomes visible.
 2. The static deck of notebook 06 (tools/slides.py html) opens from a file:// URL and shows
    its first slides.
+3. The Chinese deck of notebook 06 and the Chinese index page, opened from file:// in a
+   Chromium that has no CJK system font (CI's): every Chinese character of the deck, on
+   every slide, is drawn by a font that has it (the package's subset, copied beside the
+   decks as a web font), and the web font has loaded.
 
 The browser is cut off from everything but 127.0.0.1 and file://: any other request is aborted
 and recorded, and the test fails if the page even tried one (one known exception below).
 Screenshots go to artifacts/slides/ (git-ignored): RISE's notebook 02 and deck 06 at 1280x800 and
-1920x1080; with ATTENTION_LAB_ALL_SLIDES=1, three slides of every deck 01-08 (about 60 s more).
+1920x1080 (the Chinese deck 06 too: zh-deck-06-<size>-<i>.png); with ATTENTION_LAB_ALL_SLIDES=1,
+three slides of every deck 01-08 (about 60 s more).
 Skipped with a reason when Chromium or Playwright is missing, unless the environment sets
 ATTENTION_LAB_REQUIRE_BROWSER=1 (CI does): then it fails. Marked ``browser``: `make test` runs
 these alone, last.
@@ -21,10 +26,17 @@ these alone, last.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
-from browser_helpers import offline_context, require_browser
+from browser_helpers import (
+    WEB_FONT_FAMILY,
+    glyph_problems,
+    offline_context,
+    require_browser,
+    web_font_state,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -139,3 +151,49 @@ def test_static_deck_of_06_opens_from_a_file_url_offline(chromium, tmp_path):
     assert len(set(first)) == 3, f"the deck did not advance: {first}"
     assert all(all(t) for t in shown.values()), "every deck shows its first three slides"
     assert outside == [], f"a static deck asked for outside addresses: {outside}"
+
+
+def test_the_chinese_deck_of_06_draws_every_character_offline(chromium, tmp_path):
+    import slides  # tools/slides.py (pytest's pythonpath)
+
+    notebook = ROOT / "notebooks" / slides.ZH / "06_multi_head.ipynb"
+    out = tmp_path / "decks" / slides.ZH
+    (deck,) = slides.build_html([notebook], out, slides.ZH)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    outside: list[str] = []
+    context = offline_context(chromium, ("file://",), outside, {"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        for viewport in ({"width": 1280, "height": 800}, {"width": 1920, "height": 1080}):
+            page.set_viewport_size(viewport)
+            size = f"{viewport['width']}x{viewport['height']}"
+            page.goto(deck.as_uri())
+            page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
+            page.wait_for_function(
+                "window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000
+            )
+            page.evaluate("MathJax.startup.promise.then(() => true)")
+            for i in range(3):
+                page.evaluate("document.fonts.ready.then(() => true)")
+                page.screenshot(path=str(ARTIFACTS / f"zh-deck-06-{size}-{i}.png"))
+                page.evaluate("Reveal.next()")
+                page.wait_for_timeout(150)
+        page.evaluate("Reveal.configure({viewDistance: 1000})")  # lay every slide out
+        page.wait_for_timeout(500)
+        text = page.locator(".reveal .slides").text_content()
+        font = web_font_state(page, "".join(sorted(set(re.findall(r"[\u4e00-\u9fff]", text)))))
+        problems, checked = glyph_problems(page, shown_only=False)  # every slide, notes too
+        page.goto((out / "index.html").as_uri())
+        index_problems, index_checked = glyph_problems(page)
+        page.screenshot(path=str(ARTIFACTS / "zh-deck-index-1920x1080.png"))
+    finally:
+        context.close()
+
+    assert checked > 300, f"only {checked} characters of the deck were found to check"
+    assert not problems, "drawn without their glyph in the deck:\n" + "\n".join(problems)
+    assert font["faces"] and "error" not in str(font["faces"]), font
+    assert "loaded" in str(font["faces"]) and font["check"], (
+        f"the web font {WEB_FONT_FAMILY!r} did not load in the deck: {font}"
+    )
+    assert index_checked > 20 and not index_problems, index_problems
+    assert outside == [], f"the Chinese deck asked for outside addresses: {outside}"

@@ -5,7 +5,11 @@ from notebooks/zh-CN/*.ipynb into build/slides/zh-CN/ (`lang_of` tells by the fo
 Chinese deck's own words are Chinese too: its <html lang>, its <title> (the notebook's title
 heading), the index page, and the labels of reveal.js's speaker view (NOTES_ZH, replaced in
 that folder's copy of plugin/notes/notes.js; each must be found, so a reveal.js upgrade that
-renames one fails the build instead of leaving English behind).
+renames one fails the build instead of leaving English behind). A Chinese deck and its
+index page also draw on any machine, one without a CJK font too: the package's font subset
+(src/attention_lab/fonts) is copied into the folder's fonts/ with its licence and served as a
+web font by a relative URL (the decks work opened from disk), last in every font stack of
+the page (tools/i18n/font.py), so a reader's own CJK font still wins.
 """
 
 from __future__ import annotations
@@ -16,6 +20,17 @@ import shutil
 from pathlib import Path
 
 import nbformat
+from i18n.font import (
+    JUPYTERLAB_STACKS,
+    LICENCE_PATH,
+    RESHAPE_CSS,
+    RESHAPE_JS,
+    REVEAL_STACKS,
+    WEIGHTS,
+    font_face_css,
+    font_path,
+    stacks_css,
+)
 from slide_cells import ROOT, first_heading, slide_type
 
 DECK_DIR = ROOT / "teaching" / "deck"  # template + vendored reveal.js and MathJax
@@ -88,6 +103,20 @@ def _translate_notes(notes_js: Path) -> None:
     notes_js.write_text(text, encoding="utf-8")
 
 
+WEB_FONT = "fonts"  # beside the decks: the subset's two weights and OFL.txt
+
+
+def web_font_css(out: Path, stacks: dict[str, str]) -> str:
+    """Copy the package's font subset to out/fonts/; the <style> that serves it to a page
+    in `out` (a relative URL: it works from a file:// address) and puts it in `stacks`."""
+    (out / WEB_FONT).mkdir(parents=True, exist_ok=True)
+    for source in [font_path(weight) for weight in WEIGHTS] + [LICENCE_PATH]:
+        shutil.copyfile(ROOT / source, out / WEB_FONT / source.name)
+    faces = font_face_css(lambda weight: f"{WEB_FONT}/{font_path(weight).name}")
+    licence = f"/* Attention Lab Sans SC (a subset of Noto Sans CJK SC): {WEB_FONT}/OFL.txt */"
+    return f"<style>\n{licence}\n{faces}{stacks_css(stacks)}{RESHAPE_CSS}</style>\n{RESHAPE_JS}"
+
+
 def build_html(paths: list[Path], out: Path, lang: str | None = None) -> list[Path]:
     """One offline reveal.js deck per notebook in `out`, with reveal.js and MathJax beside them.
 
@@ -123,6 +152,7 @@ def build_html(paths: list[Path], out: Path, lang: str | None = None) -> list[Pa
     c.SlidesExporter.exclude_output_prompt = True
     c.SlidesExporter.language_code = chrome["language_code"]
     exporter = SlidesExporter(config=c)
+    font_css = web_font_css(out, {**JUPYTERLAB_STACKS, **REVEAL_STACKS}) if lang == ZH else ""
     written, titles = [], []
     for path in paths:
         nb = nbformat.read(path, as_version=4)
@@ -139,6 +169,8 @@ def build_html(paths: list[Path], out: Path, lang: str | None = None) -> list[Pa
             new = f"<title>{html_lib.escape(title + chrome['suffix'], quote=False)}</title>"
             body = body.replace(old, new, 1)
             body = body.replace('<html lang="zh">', f'<html lang="{chrome["html_lang"]}">', 1)
+        if font_css:  # last in <head>: after the theme's and JupyterLab's stacks
+            body = body.replace("</head>", font_css + "</head>", 1)
         target = out / f"{path.stem}.slides.html"
         target.write_text(body, encoding="utf-8")
         written.append(target)
@@ -160,10 +192,12 @@ def write_index(out: Path, decks: list[Path], titles: list[str], lang: str = "en
     beside = (out / ZH / "index.html").is_file() if lang == "en" else out.name == ZH
     other = f"<p><a href='{href}'>{esc(label)}</a></p>" if beside else ""  # the other edition
     index = out / "index.html"
+    font = web_font_css(out, {"--font": "sans-serif"}) if lang == ZH else ""
     index.write_text(
         f"<!DOCTYPE html><html lang='{chrome['html_lang']}'><head><meta charset='utf-8'>"
-        f"<title>{esc(chrome['index_title'])}</title></head>"
-        f"<body style='font:20px sans-serif;margin:2em'><h1>{esc(chrome['index_heading'])}</h1>"
+        f"<title>{esc(chrome['index_title'])}</title>{font}</head>"
+        f"<body style='font:20px var(--font, sans-serif);margin:2em'>"
+        f"<h1>{esc(chrome['index_heading'])}</h1>"
         f"<p>{esc(chrome['index_help'])}</p><ul>{links}</ul>{other}</body></html>\n",
         encoding="utf-8",
     )
