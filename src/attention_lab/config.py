@@ -13,7 +13,7 @@ import dataclasses
 import warnings
 from dataclasses import dataclass
 
-from ._checks import check_dropout, check_heads, check_positive
+from ._checks import as_size, check_dropout, check_heads, check_positive
 from .i18n import error_text
 from .masks import build_mask
 
@@ -34,6 +34,12 @@ class TinyLMConfig:
         positions: False leaves out the position table, so the model sees only which
             tokens there are (and, through the causal mask, which came before): the
             control that tells a positional task from a lookup by content (notebook 08).
+        n_layers: L, how many attention layers are stacked (no MLP between them).
+        residual: whether each layer *adds* its output to a residual stream (x + attn(x))
+            instead of replacing it (attn(x)). None (the default) means "on when
+            n_layers > 1": the chapter's one-layer model feeds attention straight to the
+            LM head, and every one-layer result keeps that. ``n_layers=1, residual=True``
+            is the one-layer control of the two-layer model (the same stream, one layer).
     """
 
     vocab_size: int = 64
@@ -46,10 +52,19 @@ class TinyLMConfig:
     qkv_bias: bool = True
     out_bias: bool = True
     positions: bool = True
+    n_layers: int = 1
+    residual: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "context_length"):
             object.__setattr__(self, name, check_positive(name, getattr(self, name)))
+        object.__setattr__(self, "n_layers", _check_n_layers(self.n_layers))
+        if not (self.residual is None or isinstance(self.residual, bool)):
+            raise ValueError(
+                error_text(
+                    "residual={residual} must be True, False or None (None: on when n_layers > 1)"
+                ).format(residual=repr(self.residual))
+            )
         check_heads(self.d_model, self.n_heads)
         object.__setattr__(self, "dropout", check_dropout(self.dropout))
         # a known kind, a window only with "sliding" and then >= 1: the library's messages
@@ -58,6 +73,11 @@ class TinyLMConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def uses_residual(self) -> bool:
+        """Whether the layers add to a residual stream: ``residual``, or n_layers > 1 if None."""
+        return self.n_layers > 1 if self.residual is None else bool(self.residual)
 
     @classmethod
     def of(cls, config: TinyLMConfig | None = None, **fields) -> TinyLMConfig:
@@ -102,3 +122,16 @@ class TinyLMConfig:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(TinyLMConfig))
+
+
+def _check_n_layers(n_layers) -> int:
+    size = as_size(n_layers)
+    if size is None or size < 1:
+        raise ValueError(
+            error_text(
+                "n_layers={n_layers} must be a whole number >= 1: how many attention layers "
+                "are stacked; use n_layers=1 (the chapter's model) or n_layers=2 (enough for "
+                "an induction head)"
+            ).format(n_layers=repr(n_layers))
+        )
+    return size

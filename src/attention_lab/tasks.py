@@ -28,6 +28,9 @@ Each task says what a model must do to solve it:
 
 Token ids of ``"lookup"``: values 0..5, queries 6..11 (``a?``..``f?``), pairs 12..47;
 of ``"trigram"``: letters 0..3, trigrams 4..67. ``token_labels`` names them.
+
+``MULTI_LAYER_TASKS``, not offered by the one-layer demo and explorer: ``"induction"`` (two
+layers; a segment repeated at a random distance: induction.py says what is scored).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from ._checks import check_positive
 from .i18n import N_, _, error_text
 
 TASKS = ("copy", "previous", "repeat", "lookup", "trigram")
+MULTI_LAYER_TASKS = ("induction",)  # solved with two attention layers (an induction head)
+ALL_TASKS = TASKS + MULTI_LAYER_TASKS
 IGNORE_INDEX = -100  # targets with this value are left out of the loss and the accuracy
 SEP = 0  # the separator of the "repeat" task; its random ids are drawn from 1..vocab_size-1
 
@@ -47,6 +52,7 @@ LOOKUP_QUERY = LOOKUP_VALUES  # id of the query "a?"; "b?" is one more, ...
 LOOKUP_PAIR = LOOKUP_QUERY + len(LOOKUP_KEYS)  # id of the pair "a=0"; key k, value v: + k*V + v
 TRIGRAM_LETTERS = "abcd"
 TRIGRAM_FIRST = len(TRIGRAM_LETTERS)  # id of the trigram "aaa"; the rest follow in order
+INDUCTION_SEGMENT = 8  # the length of the repeated segment of "induction"
 
 # The smallest vocabulary each task's ids fit in.
 MIN_VOCAB = {
@@ -55,6 +61,7 @@ MIN_VOCAB = {
     "repeat": 2,
     "lookup": LOOKUP_PAIR + len(LOOKUP_KEYS) * LOOKUP_VALUES,  # 48
     "trigram": TRIGRAM_FIRST + len(TRIGRAM_LETTERS) ** 3,  # 68
+    "induction": INDUCTION_SEGMENT + 1,  # 8 distinct segment ids and one other id around them
 }
 
 # One table of the setting each task is trained with in notebook 08: TinyLMConfig fields
@@ -65,6 +72,18 @@ TASK_SETTINGS = {
     "repeat": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
     "lookup": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
     "trigram": {"vocab_size": 68, "context_length": 12, "epochs": 3, "n_rows": 2048},
+    # 500 steps: 2 layers jump at step 125-200 (>= 0.97 by 250, seeds 0-4); 1 stays <= 0.16
+    "induction": {
+        "vocab_size": 32,
+        "context_length": 32,
+        "d_model": 64,
+        "n_heads": 4,
+        "n_layers": 2,
+        "epochs": 1,
+        "n_rows": 32_000,
+        "batch_size": 64,
+        "lr": 3e-3,
+    },
 }
 
 
@@ -75,6 +94,7 @@ TASK_NAMES = {
     "repeat": N_("repeat task"),
     "lookup": N_("lookup task"),
     "trigram": N_("trigram task"),
+    "induction": N_("induction task"),
 }
 
 
@@ -87,10 +107,10 @@ def task_name(task: str) -> str:
 
 def check_task(task: str, vocab_size: int | None = None) -> str:
     """``task`` if it is known (and its ids fit in ``vocab_size``), else a ValueError."""
-    if task not in TASKS:
+    if task not in ALL_TASKS:
         raise ValueError(
             error_text("task={task} is not known; use one of {tasks}").format(
-                task=repr(task), tasks=TASKS
+                task=repr(task), tasks=ALL_TASKS
             )
         )
     if vocab_size is not None and vocab_size < MIN_VOCAB[task]:
@@ -121,15 +141,18 @@ def lookup_pairs(context_length: int) -> int:
 def make_batch(
     task: str = "copy",
     n_rows: int = 32,
-    context_length: int = 12,
+    context_length: int | None = None,
     vocab_size: int | None = None,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Return ``(inputs, targets)``, both int64 of shape (n_rows, context_length).
 
-    ``vocab_size`` defaults to the task's own (``TASK_SETTINGS``: 64, or 68 for trigram).
+    ``context_length`` and ``vocab_size`` default to the task's own (``TASK_SETTINGS``:
+    T = 12 and 64 ids, 68 for trigram; T = 32 and 32 ids for induction).
     """
     n_rows = check_positive("n_rows", n_rows)
+    if context_length is None:
+        context_length = TASK_SETTINGS[check_task(task)]["context_length"]
     T = check_positive("context_length", context_length)
     if vocab_size is None:
         vocab_size = TASK_SETTINGS[check_task(task)]["vocab_size"]
@@ -148,6 +171,10 @@ def make_batch(
         return _lookup_batch(n_rows, T, generator)
     if task == "trigram":
         return _trigram_batch(n_rows, T, generator)
+    if task == "induction":
+        from .induction import induction_batch  # induction.py imports this module
+
+        return induction_batch(n_rows, T, vocab_size, generator)
     if T < 2:
         raise ValueError(
             error_text(
@@ -229,6 +256,19 @@ def shuffle_pairs(x: torch.Tensor, generator: torch.Generator | None = None) -> 
     return out
 
 
+def sort_pairs(x: torch.Tensor) -> torch.Tensor:
+    """``"lookup"`` rows (N, T) with the pairs in one fixed order, by key (a first; queries
+    unchanged, so the targets stay the same). With all six keys, the pair of key k then
+    always stands at position k: a model trained on such rows may learn the lookup by
+    position (notebook 09's control), which rows in a random order rule out.
+    """
+    n_pairs = lookup_pairs(x.shape[1])
+    keys = (x[:, :n_pairs] - LOOKUP_PAIR) // LOOKUP_VALUES  # (N, P): the key of each pair
+    out = x.clone()
+    out[:, :n_pairs] = x[:, :n_pairs].gather(1, keys.argsort(dim=1))
+    return out
+
+
 def token_labels(task: str, ids) -> list[str]:
     """Readable names of a row's token ids: ``"c=4"``, ``"c?"``, ``"abd"``, ``"SEP"``."""
     check_task(task)
@@ -257,5 +297,8 @@ def _token_label(task: str, i: int) -> str:
 
 
 def rows_in(rows: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    """(N,) bool: which rows of ``rows`` (N, T) appear anywhere in ``table`` (M, T)."""
-    return (rows[:, None, :] == table[None, :, :]).all(dim=-1).any(dim=-1)  # (N,)
+    """(N,) bool: which rows of ``rows`` (N, T) appear anywhere in ``table`` (M, T). (A set of
+    the table's rows: an (N, M, T) comparison would be 0.5 GB for induction's 32,000 rows.)"""
+    seen = set(map(tuple, table.tolist()))
+    found = [tuple(row) in seen for row in rows.tolist()]
+    return torch.tensor(found, dtype=torch.bool, device=rows.device)  # (N,)

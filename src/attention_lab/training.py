@@ -26,6 +26,7 @@ class TrainHistory:
     task: str
     initial_loss: float  # loss on the evaluation rows before the first step
     step_losses: list[float] = field(default_factory=list)  # one per optimiser step
+    step_accuracies: list[float] = field(default_factory=list)  # on the same training batch
     epoch_losses: list[float] = field(default_factory=list)  # mean training loss per epoch
     final_loss: float = math.nan  # loss on the evaluation rows after training
     final_accuracy: float = math.nan  # next-token accuracy on the evaluation rows
@@ -153,11 +154,12 @@ def _train(model, task, epochs, n_rows, batch_size, lr, seed, progress) -> Train
         epoch_sum = 0.0
         for i in range(steps_per_epoch):
             rows = order[i * batch_size : (i + 1) * batch_size]
-            loss, _ = _loss_and_accuracy(model(x[rows].to(device)), y[rows].to(device))
+            loss, accuracy = _loss_and_accuracy(model(x[rows].to(device)), y[rows].to(device))
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             optimiser.step()
             history.step_losses.append(loss.item())
+            history.step_accuracies.append(accuracy)
             epoch_sum += loss.item()
             bar.update(1)
             bar.set_postfix(loss=f"{loss.item():.3f}")
