@@ -489,3 +489,45 @@ def test_a_fake_checker_earns_nothing(graded, cheat):
     for w in graded.wrong:  # the real checker's verdict, up to the failed assertion
         own = cells[w.grade_id].split("AssertionError")[0]
         assert "❌ not yet:" in own and "(fake)" not in own, w.grade_id
+
+
+# --- the library's own checker, in-process (attention_lab.exercises._record) ---------------
+
+
+def _naive_softmax(scores):
+    import torch
+
+    e = torch.exp(scores)  # overflows at scores of 1000
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def test_graded_check_runs_the_checker_the_library_kept(monkeypatch, capsys):
+    import attention_lab.exercises as exercises
+    from attention_lab.exercises import _record, lesson01
+
+    class Passed:
+        status = "passed"
+
+    def fake(*args, **kwargs):
+        return Passed()
+
+    monkeypatch.setattr(exercises, "check_stable_softmax", fake)
+    monkeypatch.setattr(lesson01, "check_stable_softmax", fake)
+    verdict = _record.graded_check("stable_softmax", _naive_softmax)
+    assert type(verdict) is exercises.Verdict and verdict.status == "not yet"
+    assert "not yet" in capsys.readouterr().out  # printed, as a checker does
+
+
+def test_graded_check_refuses_a_verdict_the_checker_did_not_record(monkeypatch):
+    from attention_lab.exercises import _core, _record
+
+    class Passed:
+        status, message, hint = "passed", "", ""
+
+    # code in the kernel that replaces the library's internals: the verdict is not the
+    # library's, and the test cell raises (0 points) instead of trusting it
+    monkeypatch.setattr(_core, "_grade", lambda *args, **kwargs: Passed())
+    with pytest.raises(RuntimeError, match="not the one attention_lab's checker recorded"):
+        _record.graded_check("stable_softmax", _naive_softmax)
+    with pytest.raises(LookupError, match="names 0 checkers"):
+        _record.graded_check("no_such_exercise", _naive_softmax)
