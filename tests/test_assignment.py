@@ -494,6 +494,17 @@ def test_a_fake_checker_earns_nothing(graded, cheat):
 # --- the library's own checker, in-process (attention_lab.exercises._record) ---------------
 
 
+@pytest.fixture
+def _results_kept():
+    """The checkers below record verdicts: leave the summary's registry as it was."""
+    from attention_lab.exercises import RESULTS
+
+    saved = dict(RESULTS)
+    yield
+    RESULTS.clear()
+    RESULTS.update(saved)
+
+
 def _naive_softmax(scores):
     import torch
 
@@ -501,7 +512,7 @@ def _naive_softmax(scores):
     return e / e.sum(dim=-1, keepdim=True)
 
 
-def test_graded_check_runs_the_checker_the_library_kept(monkeypatch, capsys):
+def test_graded_check_runs_the_checker_the_library_kept(monkeypatch, capsys, _results_kept):
     import attention_lab.exercises as exercises
     from attention_lab.exercises import _record, lesson01
 
@@ -518,7 +529,7 @@ def test_graded_check_runs_the_checker_the_library_kept(monkeypatch, capsys):
     assert "not yet" in capsys.readouterr().out  # printed, as a checker does
 
 
-def test_graded_check_refuses_a_verdict_the_checker_did_not_record(monkeypatch):
+def test_graded_check_refuses_a_verdict_the_checker_did_not_record(monkeypatch, _results_kept):
     from attention_lab.exercises import _core, _record
 
     class Passed:
