@@ -51,14 +51,41 @@ def test_the_chinese_sheet_has_the_english_sheets_numbers(pages):
 def test_the_chinese_sheet_is_chinese_with_a_cjk_font_stack(pages):
     zh = pages["zh-CN"]
     assert '<html lang="zh-CN">' in zh
-    assert '"Noto Sans CJK SC"' in zh and "sans-serif" in zh
-    assert "@font-face" not in zh and "http" not in zh  # nothing is downloaded
+    stack = re.search(r"body \{ font: ([^;]*);", zh).group(1)
+    assert stack.index('"Noto Sans CJK SC"') < stack.index("sans-serif")
+    assert stack.endswith(', "Attention Lab Sans SC"'), stack  # the reader's fonts first
+    sources = re.findall(r"src: url\(\"([^\"]{0,30})", zh)
+    assert len(sources) == 2 and all(s.startswith("data:font/otf;base64,") for s in sources)
+    without_fonts = re.sub(r"data:font/otf;base64,[A-Za-z0-9+/=]+", "", zh)
+    assert "http" not in without_fonts and "url(" not in without_fonts.replace('url("")', "")
+    assert "@font-face" not in pages["en"]  # the English page needs none
     body = zh[zh.index("<body>") :]
     text = re.sub(r"<code>.*?</code>", " ", body, flags=re.S)  # code stays English
     text = re.sub(r"<[^>]+>", " ", text)
     for english in ("shape walk", "Mask conventions", "Parameters of one block", "Cost in T"):
         assert english not in text, f"untranslated heading {english!r} in the Chinese sheet"
     assert len(re.findall(r"[\u4e00-\u9fff]", text)) > 300
+
+
+def test_the_chinese_sheets_font_holds_exactly_its_characters(pages):
+    """The inline font is the shipped subset cut down to the page: every character of the
+    page that DejaVu Sans lacks, nothing more (so it stays small)."""
+    import base64
+    import io
+
+    from fontTools.ttLib import TTFont
+    from i18n.font import _is_cjk, _latin_cmap  # tools/i18n/font.py
+
+    zh = pages["zh-CN"]
+    text = html.unescape(re.sub(r"<[^>]+>", " ", zh[zh.index("<body>") :]))
+    need = {ord(c) for c in text if _is_cjk(c)} - _latin_cmap()
+    fonts = re.findall(r"data:font/otf;base64,([A-Za-z0-9+/=]+)", zh)
+    sizes = []
+    for data in fonts:
+        raw = base64.b64decode(data)
+        sizes.append(len(raw))
+        assert set(TTFont(io.BytesIO(raw)).getBestCmap()) == need
+    assert len(need) > 150 and sum(sizes) < 120_000, (len(need), sizes)
 
 
 def test_the_chinese_sheet_uses_the_glossary_terms(pages):
@@ -99,3 +126,86 @@ def test_an_untranslated_string_stops_the_chinese_page_and_is_named(tmp_path, mo
     with pytest.raises(Exception, match=r"2 strings .*\n.*'The formula'.*\n.*'merge heads'"):
         summary_sheet.render("zh-CN")
     assert summary_sheet.main(["--lang", "zh-CN", "--check"]) == 1
+
+
+# ---------------------------------------------------------------- in a browser
+
+
+@pytest.mark.browser
+def test_the_chinese_sheet_draws_every_character_without_a_cjk_font(chromium):
+    """Opened from disk in a Chromium with no CJK system font (CI's): every Chinese character
+    is drawn by a font that has it (the inline subset). Screenshot:
+    artifacts/zh-summary-sheet-1280x800.png."""
+    from browser_helpers import glyph_problems, offline_context, web_font_state
+
+    outside: list[str] = []
+    context = offline_context(
+        chromium, ("file://", "data:"), outside, {"width": 1280, "height": 800}
+    )
+    try:
+        page = context.new_page()
+        page.goto(ZH_PAGE.as_uri())
+        text = "".join(sorted(set(re.findall(r"[\u4e00-\u9fff]", page.inner_text("body")))))
+        font = web_font_state(page, text)
+        page.evaluate(  # until the page is shaped again with the font (at most 5 s)
+            """() => new Promise((done) => { const t0 = Date.now(); (function wait() {
+                 if (document.documentElement.classList.contains("attention-lab-font-loaded")
+                     || Date.now() - t0 > 5000) done(); else setTimeout(wait, 50); })(); })"""
+        )
+        (ROOT / "artifacts").mkdir(exist_ok=True)
+        page.screenshot(path=str(ROOT / "artifacts" / "zh-summary-sheet-1280x800.png"))
+        problems, checked = glyph_problems(page)
+    finally:
+        context.close()
+    print(f"summary sheet: {checked} text nodes and (style, character) pairs checked; {font}")
+    assert checked > 150
+    assert not problems, "drawn without their glyph:\n" + "\n".join(problems)
+    assert font["faces"] and "error" not in str(font["faces"]) and font["check"], font
+    assert outside == [], outside
+
+
+def _pdf_glyphs(pdf: bytes) -> dict[str, list[int]]:
+    """Glyph ids each font of a PDF printed by Chromium (Skia) draws: font name -> ids.
+    Skia writes 2-byte glyph ids in hex strings (<0012>) after selecting a Type0 font with
+    Tf; a CFF web font becomes a Type3 font (1-byte codes, none of which is .notdef)."""
+    import zlib
+
+    objects = {int(m[1]): m[2] for m in re.finditer(rb"(\d+) 0 obj(.*?)endobj", pdf, re.S)}
+    fonts = {}
+    for body in objects.values():
+        for table in re.findall(rb"/Font\s*<<(.*?)>>", body, re.S):
+            for name, ref in re.findall(rb"/(\w+)\s+(\d+) 0 R", table):
+                font = objects[int(ref)]
+                base = re.search(rb"/BaseFont\s*/([\w+-]+)", font)
+                kind = re.search(rb"/Subtype\s*/(\w+)", font)[1].decode()
+                fonts[name.decode()] = (base[1].decode() if base else f"{kind} {int(ref)}", kind)
+    drawn: dict[str, list[int]] = {}
+    for body in objects.values():
+        stream = re.search(rb"stream\r?\n(.*?)\r?\nendstream", body, re.S)
+        try:
+            content = zlib.decompress(stream[1]) if stream else b""
+        except zlib.error:
+            continue
+        font = None
+        for selected, text in re.findall(rb"/(\w+)\s+[\d.]+\s+Tf|<([0-9A-Fa-f]*)>", content):
+            if selected:
+                font = fonts.get(selected.decode())
+            elif font is not None:
+                width = 4 if font[1] == "Type0" else 2
+                ids = [int(text[i : i + width], 16) for i in range(0, len(text), width)]
+                drawn.setdefault(font[0], []).extend(ids)
+    return drawn
+
+
+@pytest.mark.browser
+def test_the_chinese_sheets_pdf_has_no_missing_glyph(chromium, tmp_path):
+    """`make slides-html` prints the sheet with headless Chromium: on a machine without a
+    CJK font no glyph of the PDF is .notdef (glyph 0, a box)."""
+    pdf = tmp_path / "summary.pdf"
+    assert summary_sheet.print_pdf(ZH_PAGE, pdf)
+    drawn = _pdf_glyphs(pdf.read_bytes())
+    boxes = {font: ids.count(0) for font, ids in drawn.items() if ids.count(0)}
+    print(f"summary.pdf: { ({font: len(ids) for font, ids in drawn.items()}) } glyphs")
+    assert sum(len(ids) for ids in drawn.values()) > 1000, drawn.keys()  # the text was found
+    assert not boxes, f".notdef glyphs (boxes) in the PDF, by font: {boxes}"
+    assert any(font.startswith("Type3") for font in drawn), drawn.keys()  # the web font

@@ -31,9 +31,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from markupsafe import Markup
+
 TOOLS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS))
 from i18n.common import TranslationError  # noqa: E402
+from i18n.font import FAMILY, RESHAPE_CSS, RESHAPE_JS, inline_font_face_css  # noqa: E402
 from i18n.templates import render_page, update_page_catalogue  # noqa: E402
 from summary_numbers import (  # noqa: E402, F401  (importable from here, as before)
     CHAPTER,
@@ -64,16 +67,31 @@ CATALOGUE_HEADER = (
 
 
 def render(lang: str = "en") -> str:
-    """The sheet as HTML, in English (``lang="en"``) or Simplified Chinese (``"zh-CN"``)."""
+    """The sheet as HTML, in English (``lang="en"``) or Simplified Chinese (``"zh-CN"``).
+
+    The Chinese page carries its own font, for a reader (or a printer) without a CJK one:
+    the package's subset cut down to the page's characters, inline as data: URLs (the page
+    is one file that works from any folder), last in the body's font stack (a reader's
+    own CJK font still wins), with the script that shapes the page again once it has
+    loaded (tools/i18n/font.py)."""
     if lang not in LANGS:
         raise ValueError(f"unknown lang={lang!r}: use one of {', '.join(LANGS)}")
     command = "tools/summary_sheet.py" + ("" if lang == "en" else f" --lang {lang}")
-    return render_page(TEMPLATE, CATALOGUES[lang], lang=lang, command=command, **page_data())
+    data = {"lang": lang, "command": command, **page_data()}
+    page = render_page(TEMPLATE, CATALOGUES[lang], web_font="", font_fallback="", **data)
+    if lang == "en":
+        return page
+    faces = inline_font_face_css(ROOT, page)  # the characters of the page just rendered
+    web_font = Markup(f"\n<style>\n{faces}{RESHAPE_CSS}</style>\n{RESHAPE_JS}".rstrip("\n"))
+    fallback = Markup(f', "{FAMILY}"')
+    return render_page(
+        TEMPLATE, CATALOGUES[lang], web_font=web_font, font_fallback=fallback, **data
+    )
 
 
 def update_catalogue() -> str:
     """Merge the template's English strings into the Simplified Chinese catalogue."""
-    data = {"lang": "en", "command": "", **page_data()}
+    data = {"lang": "en", "command": "", "web_font": "", "font_fallback": "", **page_data()}
     return update_page_catalogue(TEMPLATE, CATALOGUES["zh-CN"], CATALOGUE_HEADER, **data)
 
 
@@ -92,6 +110,9 @@ def print_pdf(html_path: Path, pdf_path: Path) -> bool:
             "--disable-component-update",
             "--disable-sync",
             "--no-pdf-header-footer",
+            # time for the Chinese page's font to load and the page to be shaped again
+            # with it (without it the PDF's headings were boxes: 16 .notdef glyphs)
+            "--virtual-time-budget=10000",
             f"--print-to-pdf={pdf_path}",
             html_path.resolve().as_uri(),
         ],

@@ -304,7 +304,8 @@ def inline_font_face_css(root: Path, text: str) -> str:
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
-    chars = sorted({ord(c) for c in text if _is_cjk(c)})
+    latin = _latin_cmap()  # what DejaVu Sans draws is not in the subset (needed_characters)
+    chars = sorted({ord(c) for c in text if _is_cjk(c)} - latin)
     urls = {}
     for weight in WEIGHTS:
         font = TTFont(root / font_path(weight), recalcTimestamp=False)
