@@ -482,7 +482,7 @@ ENGLISH_WORD_BUDGET = {
     "02_query_key_value.ipynb": 12,  # the toy sentence's tokens: "the cat sat on the mat"
     "06_multi_head.ipynb": 10,  # PyTorch's own error for .view (6 words); the token 'the' (4)
     "07_fused_qkv.ipynb": 12,  # a library error's English first line (its Chinese follows)
-    "08_training_copy_task.ipynb": 10,  # the trigram task's data, letter triples: dab abc bcd
+    "09_lookup_and_heads.ipynb": 12,  # trigram letter triples (dab abc bcd), attn.out_proj names
     "10_attention_on_real_text.ipynb": 116,  # the plays' text and the model's samples of it
 }
 
