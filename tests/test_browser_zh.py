@@ -44,6 +44,7 @@ ALLOWED = {
     "d_head",
     "n_heads",
     "Voila",
+    "copy",
     "previous",
     "repeat",
     "lookup",

@@ -132,3 +132,24 @@ def test_interleaved_medians_calls_each_function_warmup_plus_repeats_times_numbe
     result = interleaved_medians({n: counter(n) for n in calls}, repeats=3, warmup=2, number=4)
     assert set(result) == {"a", "b"}
     assert calls == {"a": 2 + 3 * 4, "b": 2 + 3 * 4}
+
+
+def test_timing_on_one_thread_runs_every_call_there_and_restores_the_thread_count():
+    outside = torch.get_num_threads()
+    torch.set_num_threads(2)  # so that a count left at 1 would show
+    before = torch.get_num_threads()
+    seen = []
+    interleaved_medians({"f": lambda: seen.append(torch.get_num_threads())}, repeats=3, warmup=1,
+                        threads=1)  # fmt: skip
+    assert seen == [1] * 4  # the warm-up call too
+    assert torch.get_num_threads() == before
+
+    def boom():
+        raise RuntimeError("inside the timed call")
+
+    with pytest.raises(RuntimeError):
+        interleaved_medians({"f": boom}, threads=1)
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads=0"):
+        interleaved_medians({"f": lambda: None}, threads=0)
+    torch.set_num_threads(outside)

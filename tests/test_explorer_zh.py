@@ -36,6 +36,7 @@ ALLOWED = {
     "context_length",
     "TinyLM",
     "HeadGrid",
+    "copy",
     "previous",
     "repeat",
     "lookup",
@@ -48,7 +49,7 @@ ALLOWED = {
 }
 # Labels that are an identifier and nothing else (a slider named after its argument, a
 # task's button showing its code name): no Chinese needed.
-IDENTIFIER_LABELS = {"n_heads", "d_model", "previous", "repeat", "lookup"}
+IDENTIFIER_LABELS = {"n_heads", "d_model", "copy", "previous", "repeat", "lookup"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -141,14 +142,17 @@ def test_every_control_label_option_tooltip_and_read_out_is_chinese(zh_explorer)
 def test_labels_are_translated_but_the_values_stay_the_code_names(zh_explorer):
     ex = zh_explorer
     assert ex.task.value == "lookup" and ex.mask.value == "sliding"
-    assert [value for _, value in ex.task.options] == list(TASK_CHOICES)
-    assert dict(ex.task.options)["复制"] == "copy"
+    # the task buttons show the tasks' code names, all four in one style (the glossary names
+    # three of them so in Chinese prose); each tooltip opens with the Chinese name
+    assert tuple(ex.task.options) == TASK_CHOICES
+    names = ["复制任务", "“previous”任务", "“repeat”任务", "“lookup”任务"]
+    assert [tip.startswith(name) for tip, name in zip(ex.task.tooltips, names)] == [True] * 4
     assert [value for _, value in ex.mask.options] == ["causal", "sliding", "none"]
     ex.mask.value = "causal"  # driving it from code by value still works
     assert ex.figure.get_suptitle().endswith("因果掩码")
     ex.head.value = 2
     assert [ax.get_title() for ax in ex.figure.axes if ax.images][0] == "头 2 · d_head = 8"
-    assert "1 个子图" in ex.status.value
+    assert "1 个面板" in ex.status.value
 
 
 def test_a_trained_model_reports_its_loss_in_chinese(zh):

@@ -45,7 +45,7 @@ ALLOWED = {
     "out",
     "rescale",
     "tile",
-    "nats",
+    "nat",
     "epoch",
     "CPU",
 }
@@ -131,6 +131,26 @@ def test_every_diagram_speaks_chinese(english, zh):
         assert fig._repr_png_() != english[name], name
 
 
+def _styles(fig) -> list[tuple[str, str]]:
+    return [
+        (t.get_text(), t.get_style())
+        for t in fig.findobj(matplotlib.text.Text)
+        if t.get_text().strip()
+    ]
+
+
+def test_no_chinese_caption_is_set_in_italic(zh):
+    """Chinese has no italic: an italic caption would slant its Latin letters and numbers
+    beside upright Chinese (the online-softmax step, the head rows' notes, the roadmap)."""
+    for name, make in DIAGRAMS.items():
+        slanted = [text for text, style in _styles(make()) if style != "normal"]
+        assert [t for t in slanted if CHINESE.search(t)] == [], name
+
+
+def test_the_english_captions_keep_their_italic():
+    assert any(style == "italic" for _, style in _styles(diagrams.tiled_softmax(8, 2, step=1)))
+
+
 def test_the_english_diagrams_have_no_chinese():
     for name, make in DIAGRAMS.items():
         assert not any(CHINESE.search(s) for s in texts(make())), name
@@ -162,7 +182,7 @@ def test_plot_loss_labels_and_chance_line_in_chinese(zh):
     fig = plot_loss([4.2, 3.0, 2.1, 1.2, 0.6], chance=4.16)
     ax = fig.axes[0]
     assert ax.get_title() == "训练损失"
-    assert ax.get_xlabel() == "优化步" and ax.get_ylabel() == "交叉熵（nats）"
+    assert ax.get_xlabel() == "优化步数" and ax.get_ylabel() == "交叉熵（nat）"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["随机水平 = 4.16"]
     assert plot_loss([1.0, 0.5], title="复制任务").axes[0].get_title() == "复制任务"
 

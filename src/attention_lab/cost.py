@@ -8,7 +8,8 @@ to check those claims by measurement:
 * ``tiled_attention`` is a small pure-PyTorch attention with an online softmax: it walks
   over blocks of keys and never builds the (T, T) matrix -- the idea behind FlashAttention;
 * ``peak_memory_bytes`` measures the peak of the memory a call allocates on the CPU;
-* ``median_ms`` / ``interleaved_medians`` time calls (medians of repeats, warmed up);
+* ``median_ms`` / ``interleaved_medians`` time calls (medians of repeats, warmed up, on a
+  chosen number of threads);
 * ``matmul_gflops`` measures the machine's own float32 matmul speed, the ceiling to compare with;
 * ``loglog_slope`` fits the exponent p of ``y ~ x**p``.
 
@@ -184,37 +185,67 @@ def _silent_stderr() -> Iterator[None]:
         os.close(devnull)
 
 
-def median_ms(fn: Callable, repeats: int = 7, warmup: int = 2, number: int = 1) -> float:
+def median_ms(
+    fn: Callable, repeats: int = 7, warmup: int = 2, number: int = 1, threads: int | None = None
+) -> float:
     """Median over ``repeats`` of the time per call of ``fn()`` in milliseconds.
 
     Each repeat times ``number`` calls in a row (use number > 1 for calls of well under
-    a millisecond). ``warmup`` calls run first and are not timed.
+    a millisecond). ``warmup`` calls run first and are not timed. ``threads``: see
+    ``interleaved_medians``.
     """
-    return interleaved_medians({"fn": fn}, repeats, warmup, number)["fn"]
+    return interleaved_medians({"fn": fn}, repeats, warmup, number, threads)["fn"]
 
 
 def interleaved_medians(
-    fns: Mapping[str, Callable], repeats: int = 7, warmup: int = 2, number: int = 1
+    fns: Mapping[str, Callable],
+    repeats: int = 7,
+    warmup: int = 2,
+    number: int = 1,
+    threads: int | None = None,
 ) -> dict[str, float]:
     """Time several calls fairly: median milliseconds per call of each ``fns[name]()``.
 
     The calls take turns (round 1: a, b, c; round 2: a, b, c; ...), so a burst of load from
     another process on a shared machine hits all of them alike instead of one; the median
-    over rounds then ignores the rounds that a burst spoiled.
+    over rounds then ignores the rounds that a burst spoiled. ``warmup`` calls of each run
+    first and are not timed.
+
+    ``threads``: PyTorch's thread count while timing (restored afterwards); None keeps it.
+    On a busy machine ``threads=1`` gives much steadier numbers: a call that splits its work
+    over several threads waits for the slowest, and any one of them may be paused by another
+    process.
     """
     check_positive("repeats", repeats)
     check_positive("number", number)
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            for _ in range(number):
+    with torch_threads(threads):
+        for fn in fns.values():
+            for _ in range(warmup):
                 fn()
-            samples[name].append((time.perf_counter() - start) * 1e3 / number)
+        samples: dict[str, list[float]] = {name: [] for name in fns}
+        for _ in range(repeats):
+            for name, fn in fns.items():
+                start = time.perf_counter()
+                for _ in range(number):
+                    fn()
+                samples[name].append((time.perf_counter() - start) * 1e3 / number)
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run the body with ``torch.set_num_threads(threads)``, then restore the old count
+    (even after an exception). None changes nothing."""
+    if threads is None:
+        yield
+        return
+    threads = check_positive("threads", threads)
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
 
 
 def matmul_gflops(n: int = 2048, repeats: int = 5) -> float:

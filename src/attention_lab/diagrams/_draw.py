@@ -190,10 +190,16 @@ def _text(ax, x, y, text, **kw):
 
 
 def _label(ax, x, y, text, size=LABEL_SIZE, **kw):
+    if kw.get("style") == "italic" and _has_cjk(text):
+        kw["style"] = "normal"  # Chinese has no italic: slanted Latin beside it would clash
     kw.setdefault("ha", "center")
     kw.setdefault("va", "center")
     kw.setdefault("color", TEXT_COLOR)
     return _text(ax, x, y, text, fontsize=size, **kw)
+
+
+def _has_cjk(text) -> bool:
+    return any("\u3000" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef" for ch in str(text))
 
 
 def _circle(x, y, r):
