@@ -27,6 +27,8 @@ from attention_lab.text import (
     get_batch,
     load_text,
     split,
+    trigram_log_probs,
+    trigram_loss,
     word_starts,
 )
 
@@ -149,6 +151,29 @@ def test_the_bigram_baseline_on_the_chapter_text_lies_between_zero_and_chance():
     train_ids, val_ids = split(VOCAB.encode(TEXT))
     loss = bigram_loss(bigram_log_probs(train_ids, len(VOCAB)), val_ids)
     assert 2.0 < loss < math.log(len(VOCAB)) - 1  # 2.48 nats against ln 62 = 4.13
+
+
+def test_the_trigram_baseline_equals_a_hand_count_with_add_k_smoothing():
+    vocab = Vocab("ab")
+    ids = vocab.encode("aababb")  # triples: aab, aba, bab, abb
+    log_probs = trigram_log_probs(ids, len(vocab), smoothing=0.5)
+    assert log_probs.shape == (2, 2, 2)
+    probs = log_probs.exp()
+    # after "ab": a once, b once -> (1.5, 1.5) / 3; after "aa": b once -> (0.5, 1.5) / 2
+    torch.testing.assert_close(probs[0, 1], torch.tensor([0.5, 0.5], dtype=torch.float64))
+    torch.testing.assert_close(probs[0, 0], torch.tensor([0.25, 0.75], dtype=torch.float64))
+    torch.testing.assert_close(probs[1, 1], torch.tensor([0.5, 0.5], dtype=torch.float64))  # unseen
+    held_out = vocab.encode("aabb")  # -log P(b|aa) - log P(b|ab), averaged
+    assert trigram_loss(log_probs, held_out) == pytest.approx(-(math.log(0.75) + math.log(0.5)) / 2)
+    with pytest.raises(ValueError, match="smoothing=0 must be > 0"):
+        trigram_log_probs(ids, 2, smoothing=0)
+
+
+def test_the_trigram_baseline_on_the_chapter_text_beats_the_bigram():
+    train_ids, val_ids = split(VOCAB.encode(TEXT))
+    bigram = bigram_loss(bigram_log_probs(train_ids, len(VOCAB)), val_ids)
+    trigram = trigram_loss(trigram_log_probs(train_ids, len(VOCAB), smoothing=0.1), val_ids)
+    assert 1.5 < trigram < bigram - 0.3  # 2.02 against 2.48: two characters of context help
 
 
 # --- the model -------------------------------------------------------------------------
@@ -275,6 +300,52 @@ def test_training_is_the_same_from_the_same_seeds():
     assert runs[0] == runs[1]
     with pytest.raises(ValueError, match="steps=0"):
         train_charlm(model, train_ids, val_ids, steps=0, progress=False)
+
+
+def test_a_window_of_one_sees_only_the_current_character():
+    config = CharLMConfig(vocab_size=len(VOCAB), context_length=16, d_model=32, window=1)
+    torch.manual_seed(0)
+    model = CharLM(config)
+    torch.manual_seed(0)
+    causal = CharLM(SMALL)
+    for a, b in zip(model.parameters(), causal.parameters(), strict=True):
+        assert torch.equal(a, b)  # the same seed draws the same weights: only the mask differs
+    x = VOCAB.encode("Fair is foul, a").unsqueeze(0)  # (1, 15)
+    with torch.no_grad():
+        logits, w = model(x, return_weights=True)  # (1, T, V), (1, L, H, T, T)
+        torch.testing.assert_close(w, torch.eye(15).expand_as(w))
+        for j in range(15):
+            changed = x.clone()
+            changed[0, j] = (x[0, j] + 1) % len(VOCAB)
+            diff = (model(changed) - logits).abs().amax(dim=-1)[0]  # (T,)
+            assert diff[j] > 0 and (diff[torch.arange(15) != j] == 0).all()
+        changed = x.clone()
+        changed[0, 3] = (x[0, 3] + 1) % len(VOCAB)
+        later = (causal(changed) - causal(x)).abs().amax(dim=-1)[0, 4:]  # (T - 4,)
+        assert (later > 0).all()  # the causal model, by contrast, carries it forward
+    with pytest.raises(ValueError, match="window=0"):
+        CharLMConfig(vocab_size=10, window=0)
+
+
+def test_trained_with_attention_the_model_beats_the_bigram_and_with_a_window_of_one_it_cannot():
+    """The control of notebook 10: the same model and training, attention that sees only the
+    current character. Without attention it can learn at best a bigram table (plus position):
+    it fails to beat the counted bigram, where the model with attention beats it clearly."""
+    train_ids, val_ids = split(VOCAB.encode(TEXT))
+    val_ids = val_ids[:6000]
+    bigram = bigram_loss(bigram_log_probs(train_ids, len(VOCAB)), val_ids)
+    final = {}
+    for window in (None, 1):
+        config = CharLMConfig(
+            vocab_size=len(VOCAB), context_length=16, d_model=32, n_layers=1, window=window
+        )
+        torch.manual_seed(0)
+        model = CharLM(config)
+        history = train_charlm(model, train_ids, val_ids, steps=300, lr=1e-2, progress=False)
+        final[window] = history.final_val_loss
+    assert final[None] < bigram - 0.1  # about 2.33 against 2.53
+    assert final[1] > bigram - 0.05  # the current character alone: no better than counting
+    assert final[1] - final[None] > 0.15
 
 
 # --- measuring the heads ---------------------------------------------------------------

@@ -93,8 +93,7 @@ def test_every_cell_of_the_chapter_has_slideshow_metadata(path):
 
 
 def test_the_chapter_numbers_its_notebooks_in_order():
-    # 09 (the lookup and how many heads) comes from splitting 08 (issue 27, item 7)
-    assert [p.name[:2] for p in CHAPTER] == [f"{i:02d}" for i in (1, 2, 3, 4, 5, 6, 7, 8, 10)]
+    assert [p.name[:2] for p in CHAPTER] == [f"{i:02d}" for i in range(1, 11)]
 
 
 @pytest.mark.parametrize("path", CHAPTER, ids=lambda p: p.stem)

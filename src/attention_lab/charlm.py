@@ -29,7 +29,13 @@ from .text import get_batch, word_starts
 
 @dataclass(frozen=True)
 class CharLMConfig:
-    """Sizes of a ``CharLM``. ``n_layers`` blocks of ``n_heads`` heads, each d_model wide."""
+    """Sizes of a ``CharLM``. ``n_layers`` blocks of ``n_heads`` heads, each d_model wide.
+
+    ``window``: None (default) for causal attention over the whole context; k for a sliding
+    window (notebook 04's mask), each position seeing itself and the k - 1 characters before
+    it. ``window=1`` is the control of notebook 10: attention that sees only the current
+    character, so nothing reaches a position from any other.
+    """
 
     vocab_size: int
     context_length: int = 32
@@ -37,21 +43,34 @@ class CharLMConfig:
     n_heads: int = 4
     n_layers: int = 2
     dropout: float = 0.0
+    window: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "context_length", "d_model", "n_heads", "n_layers"):
             object.__setattr__(self, name, check_positive(name, getattr(self, name)))
         check_heads(self.d_model, self.n_heads)
         object.__setattr__(self, "dropout", check_dropout(self.dropout))
+        if self.window is not None:
+            object.__setattr__(self, "window", check_positive("window", self.window))
 
 
 class Block(nn.Module):
     """Pre-layer-norm block: x + attn(ln1(x)), then x + mlp(ln2(x)); (B, T, D) in and out."""
 
-    def __init__(self, d_model: int, n_heads: int, context_length: int, dropout: float = 0.0):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        context_length: int,
+        dropout: float = 0.0,
+        window: int | None = None,
+    ):
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = MultiHeadSelfAttention(d_model, n_heads, context_length, dropout=dropout)
+        kind = "causal" if window is None else "sliding"  # window=1: only the current position
+        self.attn = MultiHeadSelfAttention(
+            d_model, n_heads, context_length, dropout=dropout, mask_kind=kind, window=window
+        )
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(  # per position: D -> 4D -> D
             nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
@@ -85,7 +104,8 @@ class CharLM(nn.Module):
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
         self.pos_emb = nn.Embedding(c.context_length, c.d_model)
         self.blocks = nn.ModuleList(
-            Block(c.d_model, c.n_heads, c.context_length, c.dropout) for _ in range(c.n_layers)
+            Block(c.d_model, c.n_heads, c.context_length, c.dropout, c.window)
+            for _ in range(c.n_layers)
         )
         self.ln_f = nn.LayerNorm(c.d_model)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size)

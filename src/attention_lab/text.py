@@ -6,7 +6,8 @@
 * ``split``: the last 10 % held out for validation; ``get_batch``: random windows drawn with
   a ``torch.Generator``, so a seed fixes every batch.
 * ``bigram_log_probs`` / ``bigram_loss``: the baseline a model must beat, counted (with
-  add-one smoothing) on the same training text.
+  add-one smoothing) on the same training text; ``trigram_log_probs`` / ``trigram_loss``: the
+  same count over the two characters before, what fixed offsets alone can give.
 * ``word_starts``: where the word of each character begins (for measuring the heads).
 """
 
@@ -119,12 +120,7 @@ def bigram_log_probs(ids: torch.Tensor, vocab_size: int, smoothing: float = 1.0)
     by its sum. Fitted, not trained: no gradient is involved.
     """
     V = check_positive("vocab_size", vocab_size)
-    if not isinstance(smoothing, (int, float)) or smoothing <= 0:
-        raise ValueError(
-            error_text("smoothing={smoothing} must be > 0; 1.0 is add-one smoothing").format(
-                smoothing=repr(smoothing)
-            )
-        )
+    _check_smoothing(smoothing)
     counts = torch.zeros(V * V, dtype=torch.float64)  # (V*V,)
     counts.index_add_(0, ids[:-1] * V + ids[1:], torch.ones(len(ids) - 1, dtype=torch.float64))
     counts = counts.view(V, V) + smoothing  # (V, V)
@@ -134,6 +130,38 @@ def bigram_log_probs(ids: torch.Tensor, vocab_size: int, smoothing: float = 1.0)
 def bigram_loss(log_probs: torch.Tensor, ids: torch.Tensor) -> float:
     """Mean cross-entropy (nats) of a bigram table on ``ids``: -log P(ids[i+1] | ids[i])."""
     return -log_probs[ids[:-1], ids[1:]].mean().item()
+
+
+def trigram_log_probs(ids: torch.Tensor, vocab_size: int, smoothing: float = 1.0) -> torch.Tensor:
+    """Counted trigram model: log P(next = c | the two before = a, b), a (V, V, V) table.
+
+    Count every triple (a, b, c) of neighbours in ``ids``, add ``smoothing`` to every count
+    and divide each (a, b) row by its sum. V³ cells for about as many characters: most
+    contexts are rare, so a smoothing well below 1 usually does better (choose it on text
+    that is not the validation text).
+    """
+    V = check_positive("vocab_size", vocab_size)
+    _check_smoothing(smoothing)
+    counts = torch.zeros(V**3, dtype=torch.float64)  # (V*V*V,)
+    triples = (ids[:-2] * V + ids[1:-1]) * V + ids[2:]  # (N - 2,)
+    counts.index_add_(0, triples, torch.ones(len(triples), dtype=torch.float64))
+    counts = counts.view(V, V, V) + smoothing  # (V, V, V)
+    return (counts / counts.sum(dim=-1, keepdim=True)).log()  # (V, V, V)
+
+
+def trigram_loss(log_probs: torch.Tensor, ids: torch.Tensor) -> float:
+    """Mean cross-entropy (nats) of a trigram table on ``ids``, from the third character on:
+    -log P(ids[i+2] | ids[i], ids[i+1])."""
+    return -log_probs[ids[:-2], ids[1:-1], ids[2:]].mean().item()
+
+
+def _check_smoothing(smoothing) -> None:
+    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or smoothing <= 0:
+        raise ValueError(
+            error_text("smoothing={smoothing} must be > 0; 1.0 is add-one smoothing").format(
+                smoothing=repr(smoothing)
+            )
+        )
 
 
 def word_starts(x: torch.Tensor, is_space: torch.Tensor) -> torch.Tensor:
