@@ -334,7 +334,8 @@ def test_summary_mask_conventions_match_pytorch(summary_page):
     assert torch.all(w[0][blocked] == 0), "nn.MultiheadAttention: True = blocked"
     rows = dict(
         re.findall(
-            r"<tr><td>([^<]+)</td><td><code>[^<]*</code></td><td><b>([^<]+)</b>", summary_page
+            r"<tr><td>([^<]+)</td><td>(?:[^<]*<code>[^<]*</code>)+</td><td><b>([^<]+)</b>",
+            summary_page,
         )
     )
     assert rows["torch.nn.MultiheadAttention"] == "True = blocked"
