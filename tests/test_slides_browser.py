@@ -8,9 +8,9 @@
    /rise/02_query_key_value.ipynb, three slides advance, and a figure becomes visible.
 2. The static deck of notebook 06 (tools/slides.py html) opens from a file:// URL and shows
    its first slides.
-3. The Chinese deck of notebook 06 and the Chinese index page, opened from file:// in a
-   Chromium that has no CJK system font (CI's): every Chinese character of the deck, on
-   every slide, is drawn by a font that has it (the package's subset, copied beside the
+3. The Chinese deck of notebook 06, its speaker view (S) and the Chinese index page, opened
+   from file:// in a Chromium that has no CJK system font (CI's): every Chinese character,
+   on every slide, is drawn by a font that has it (the package's subset, copied beside the
    decks as a web font), and the web font has loaded.
 
 The browser is cut off from everything but 127.0.0.1 and file://: any other request is aborted
@@ -161,7 +161,11 @@ def test_the_chinese_deck_of_06_draws_every_character_offline(chromium, tmp_path
     (deck,) = slides.build_html([notebook], out, slides.ZH)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     outside: list[str] = []
-    context = offline_context(chromium, ("file://",), outside, {"width": 1280, "height": 800})
+    # Requests are recorded, not routed: under Playwright's routing the speaker view (an
+    # about:blank window the deck writes) never got its font files.
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    local = ("file://", "data:", "about:")
+    context.on("request", lambda r: None if r.url.startswith(local) else outside.append(r.url))
     try:
         page = context.new_page()
         for viewport in ({"width": 1280, "height": 800}, {"width": 1920, "height": 1080}):
@@ -183,6 +187,20 @@ def test_the_chinese_deck_of_06_draws_every_character_offline(chromium, tmp_path
         text = page.locator(".reveal .slides").text_content()
         font = web_font_state(page, "".join(sorted(set(re.findall(r"[\u4e00-\u9fff]", text)))))
         problems, checked = glyph_problems(page, shown_only=False)  # every slide, notes too
+        with context.expect_page() as opened:  # the speaker view: S (no deck has notes yet)
+            page.keyboard.press("s")
+        speaker = opened.value
+        speaker.set_viewport_size({"width": 1920, "height": 1080})
+        speaker.wait_for_function(
+            "document.documentElement.classList.contains('attention-lab-font-loaded')"
+            " && getComputedStyle(document.querySelector('#connection-status')).display"
+            " === 'none'"  # connected to the deck
+        )
+        speaker.wait_for_timeout(1000)  # the slides in its frames
+        labels = speaker.locator("body").inner_text()
+        speaker.screenshot(path=str(ARTIFACTS / "zh-deck-06-speaker-view-1920x1080.png"))
+        speaker_problems, speaker_checked = glyph_problems(speaker)
+        speaker.close()
         page.goto((out / "index.html").as_uri())
         index_problems, index_checked = glyph_problems(page)
         page.screenshot(path=str(ARTIFACTS / "zh-deck-index-1920x1080.png"))
@@ -196,4 +214,11 @@ def test_the_chinese_deck_of_06_draws_every_character_offline(chromium, tmp_path
         f"the web font {WEB_FONT_FAMILY!r} did not load in the deck: {font}"
     )
     assert index_checked > 20 and not index_problems, index_problems
+    assert "下一张" in labels and "时间" in labels, labels  # NOTES_ZH
+    assert speaker_checked > 5, speaker_checked
+    assert not speaker_problems, "in the speaker view:\n" + "\n".join(speaker_problems)
+    print(
+        f"zh deck 06: {checked} text nodes and (style, character) pairs checked in the deck, "
+        f"{speaker_checked} in the speaker view, {index_checked} on the index page; {font}"
+    )
     assert outside == [], f"the Chinese deck asked for outside addresses: {outside}"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 from i18n.font import (
+    FAMILY,
     JUPYTERLAB_STACKS,
     LICENCE_PATH,
     RESHAPE_CSS,
@@ -75,6 +76,7 @@ NOTES_ZH = [
     ("'tall': 'Tall'", "'tall': '纵向'"),
     ("'notes-only': 'Notes only'", "'notes-only': '仅备注'"),
     ("layoutLabel.innerHTML = 'Layout'", "layoutLabel.innerHTML = '布局'"),
+    ("Loading speaker view...</div>", "正在加载演讲者视图……</div>"),
 ]
 
 
@@ -117,6 +119,33 @@ def web_font_css(out: Path, stacks: dict[str, str]) -> str:
     return f"<style>\n{licence}\n{faces}{stacks_css(stacks)}{RESHAPE_CSS}</style>\n{RESHAPE_JS}"
 
 
+def _js_string(text: str) -> str:
+    """`text` as it must appear inside notes.js's double-quoted string of the speaker view."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _notes_font(notes_js: Path) -> None:
+    """The speaker view (a window notes.js writes) draws its Chinese labels and notes with
+    the subset too: its stack gains FAMILY, its <head> the @font-face rules (relative URLs
+    resolve against the deck's address) and the script that shapes it again."""
+    text = notes_js.read_text(encoding="utf-8")
+    faces = font_face_css(lambda weight: f"{WEB_FONT}/{font_path(weight).name}")
+    css = faces + "select, button { font-family: inherit; }\n" + RESHAPE_CSS
+    edits = [
+        ("font-family: Helvetica;", f"font-family: Helvetica, sans-serif, '{FAMILY}';"),
+        ("\\n\\t\\t</style>\\n\\t</head>",
+         _js_string(css) + "\\n\\t\\t</style>\\n" + _js_string(RESHAPE_JS) + "\\t</head>"),
+    ]  # fmt: skip
+    for old, new in edits:
+        if text.count(old) != 1:
+            raise SystemExit(
+                f"{notes_js}: {old!r} is not there once; update _notes_font in "
+                "tools/slide_decks.py for this reveal.js"
+            )
+        text = text.replace(old, new)
+    notes_js.write_text(text, encoding="utf-8")
+
+
 def build_html(paths: list[Path], out: Path, lang: str | None = None) -> list[Path]:
     """One offline reveal.js deck per notebook in `out`, with reveal.js and MathJax beside them.
 
@@ -136,6 +165,7 @@ def build_html(paths: list[Path], out: Path, lang: str | None = None) -> list[Pa
         shutil.copytree(vendor / name, target)
     if lang == ZH:
         _translate_notes(out / "reveal.js" / "plugin" / "notes" / "notes.js")
+        _notes_font(out / "reveal.js" / "plugin" / "notes" / "notes.js")
     shutil.copy(vendor / "README.md", out / "THIRD-PARTY-LICENSES.md")
     c = Config()
     c.SlidesExporter.reveal_url_prefix = "reveal.js"

@@ -300,7 +300,8 @@ def font_face_css(url_for) -> str:
 def inline_font_face_css(root: Path, text: str) -> str:
     """@font-face rules with data: URLs of the shipped font cut down to the CJK characters of
     `text` (a page that must work from any folder, or printed, as one file). The same text
-    gives the same bytes: no timestamp is recalculated."""
+    gives the same bytes, also after the shipped file is rebuilt with more characters (its
+    glyphs keep their CIDs; the modification time is the source font's creation time)."""
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
@@ -326,6 +327,7 @@ def inline_font_face_css(root: Path, text: str) -> str:
         subsetter = subset.Subsetter(options)
         subsetter.populate(unicodes=chars)
         subsetter.subset(font)
+        font["head"].modified = font["head"].created  # not when the shipped file was built
         buffer = io.BytesIO()
         font.save(buffer)
         urls[weight] = "data:font/otf;base64," + base64.b64encode(buffer.getvalue()).decode()
