@@ -1,6 +1,7 @@
 """A bank of the wrong answers learners write for the skeletons of lessons 02, 05 and 06, and
-for the exercises that compare whole outputs: each gets "not yet", with the mistake named in
-the first line of the verdict; the right answers, written as a learner would, still pass.
+for the exercises that compare whole outputs (of lessons 02, 06, 09 and 10): each gets "not
+yet", with the mistake named in the first line of the verdict; the right answers, written as a
+learner would, still pass.
 
 Every class keeps the ``__init__`` the notebook gives and writes its own ``forward``, as a
 learner completing the skeleton does."""
@@ -15,7 +16,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from attention_lab import causal_mask
-from attention_lab.exercises import check_cross_attention, check_einsum_attention, modules
+from attention_lab.exercises import (
+    check_cross_attention,
+    check_einsum_attention,
+    check_mean_ablated_loss,
+    check_offset_share,
+    check_offset_weights,
+    modules,
+)
 from attention_lab.exercises._core import FAILED, PASSED
 
 # --- the skeletons' __init__, as the notebooks give them ---------------------------------------
@@ -308,6 +316,70 @@ def einsum_keys_as_values(q, k, v, mask=None):
     return torch.einsum("bhqk,bhkd->bhqd", weights, k), weights
 
 
+# lessons 09 and 10: a share on a fixed offset, weights that take one, a head replaced by its mean
+
+
+def share_with_a_mask_over_every_query(weights, k):
+    """A 0/1 mask of key i - k, then the mean over all T queries (the first k count as 0)."""
+    T = weights.shape[-1]
+    on_key = torch.ones(T, T).tril(-k) - torch.ones(T, T).tril(-k - 1)  # (T, T)
+    return (weights * on_key).sum(dim=-1).mean(dim=(0, 2))
+
+
+def share_read_above_the_diagonal(weights, k):
+    return torch.diagonal(weights, offset=k, dim1=-2, dim2=-1).mean(dim=(0, -1))
+
+
+def weights_rolled_along_the_keys(T, k):
+    return torch.eye(T).roll(k, dims=1)  # row i: key i + k
+
+
+def weights_rolled_along_the_queries(T, k):
+    return torch.eye(T).roll(k, dims=0)  # row i: key i - k, wrapped to the end for i < k
+
+
+def loss_with_a_hook_on_the_attention_output(model, ids, reference, heads):
+    """Replaces columns of what the attention block returns (after out_proj) by their mean."""
+    from attention_lab.charlm import evaluate_loss
+
+    attns = [block.attn for block in model.blocks]
+    seen = {}
+    grabs = [
+        attns[layer].register_forward_hook(lambda m, a, out, layer=layer: seen.update({layer: out}))
+        for layer, _head in heads
+    ]
+    with torch.no_grad():
+        model(reference)
+    for grab in grabs:
+        grab.remove()
+
+    def hook_for(layer, head):
+        d = attns[layer].d_head
+        mean = seen[layer].mean(dim=(0, 1))[head * d : (head + 1) * d]
+
+        def hook(_module, _args, out):
+            out = out.clone()
+            out[..., head * d : (head + 1) * d] = mean
+            return out
+
+        return hook
+
+    handles = [attns[layer].register_forward_hook(hook_for(layer, head)) for layer, head in heads]
+    try:
+        return evaluate_loss(model, ids)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def loss_with_zero_ablation(model, ids, reference, heads):
+    from attention_lab.charlm import evaluate_loss
+    from attention_lab.interventions import ablate_heads
+
+    with ablate_heads(model, heads, how="zero"):
+        return evaluate_loss(model, ids)
+
+
 single, causal, multi = (
     modules.check_single_head_class,
     modules.check_causal_attention_class,
@@ -344,6 +416,12 @@ BANK = [
     (check_cross_attention, cross_attention_keys_as_values, "the keys where the values belong"),
     (check_einsum_attention, einsum_over_queries, "softmax over the wrong axis"),
     (check_einsum_attention, einsum_keys_as_values, "the keys where the values belong"),
+    (check_offset_share, share_with_a_mask_over_every_query, "divided by all 12 queries"),
+    (check_offset_share, share_read_above_the_diagonal, "you read key i + k"),
+    (check_offset_weights, weights_rolled_along_the_keys, "the future, above the diagonal"),
+    (check_offset_weights, weights_rolled_along_the_queries, "torch.roll wraps around"),
+    (check_mean_ablated_loss, loss_with_a_hook_on_the_attention_output, "out_proj's output"),
+    (check_mean_ablated_loss, loss_with_zero_ablation, "set to zero, not to their mean"),
 ]
 
 

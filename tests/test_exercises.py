@@ -435,6 +435,167 @@ def repeat_ignored_with_zero(first, T):
     return inputs, targets.masked_fill(targets == -100, 0)
 
 
+# lesson 09
+
+
+def offset_share(weights, k):
+    on_key = torch.diagonal(weights, offset=-k, dim1=-2, dim2=-1)  # (B, H, T - k)
+    return on_key.mean(dim=(0, -1))
+
+
+def offset_share_future(weights, k):
+    return torch.diagonal(weights, offset=k, dim1=-2, dim2=-1).mean(dim=(0, -1))
+
+
+def offset_share_one_too_far(weights, k):
+    return offset_share(weights, k + 1)
+
+
+def offset_share_all_queries(weights, k):
+    on_key = torch.diagonal(weights, offset=-k, dim1=-2, dim2=-1)
+    return on_key.sum(dim=(0, -1)) / (weights.shape[0] * weights.shape[-1])
+
+
+def offset_share_heads_averaged(weights, k):
+    return offset_share(weights, k).mean()
+
+
+def offset_share_per_row(weights, k):
+    return torch.diagonal(weights, offset=-k, dim1=-2, dim2=-1).mean(dim=-1)
+
+
+def offset_share_summed(weights, k):
+    return torch.diagonal(weights, offset=-k, dim1=-2, dim2=-1).sum(dim=(0, -1))
+
+
+def offset_weights(T, k):
+    i = torch.arange(T)
+    weights = torch.zeros(T, T)
+    weights[i, (i - k).clamp(min=0)] = 1.0
+    return weights
+
+
+def offset_weights_future(T, k):
+    return offset_weights(T, k).T.contiguous()
+
+
+def offset_weights_empty_first_rows(T, k):
+    return torch.diag(torch.ones(T - k), -k)
+
+
+def offset_weights_one_short(T, k):
+    return offset_weights(T, max(k - 1, 0)) if k > 0 else offset_weights(T, 1)
+
+
+def offset_weights_bool(T, k):
+    return offset_weights(T, k).bool()
+
+
+# lesson 10
+
+
+def _mean_ablated(
+    model, ids, reference, heads, *, zero=False, per_position=False, from_ids=False,
+    sequential=False, output=False, unscaled=False, keep_hooks=False, rise=False,
+    other_head=False, hooks_off_early=False,
+):  # fmt: skip
+    """The loss with heads replaced by their mean, written with hooks as a learner would;
+    each keyword builds in one typical mistake."""
+    from attention_lab.charlm import evaluate_loss
+
+    attns = [block.attn for block in model.blocks]
+    if other_head:
+        heads = [(layer, (head + 1) % 4) for layer, head in heads]
+    layers = sorted({layer for layer, _ in heads})
+    base = evaluate_loss(model, ids)
+    source = reference
+    if from_ids:
+        T = model.context_length
+        n = (len(ids) - 1) // T
+        source = ids[: n * T].view(n, T)
+    means, handles = {}, []
+
+    def hook_for(layer):
+        d = attns[layer].d_head
+
+        def replace(x):
+            x = x.clone()
+            for chosen, head in heads:
+                if chosen == layer:
+                    part = slice(head, head + d) if unscaled else slice(head * d, (head + 1) * d)
+                    x[..., part] = 0.0 if zero else means[layer][..., part]
+            return x
+
+        if output:
+            return attns[layer].out_proj.register_forward_hook(lambda m, a, out: replace(out))
+        return attns[layer].out_proj.register_forward_pre_hook(lambda m, a: (replace(a[0]),))
+
+    for layer in layers:
+        seen = []
+        grab = attns[layer].out_proj.register_forward_hook(
+            lambda m, a, out, seen=seen: seen.append(out if output else a[0])
+        )
+        with torch.no_grad():
+            model(source)
+        grab.remove()
+        means[layer] = seen[0].mean(dim=0) if per_position else seen[0].mean(dim=(0, 1))
+        if sequential:
+            handles.append(hook_for(layer))
+    if not sequential:
+        handles = [hook_for(layer) for layer in layers]
+    if hooks_off_early:
+        for handle in handles:
+            handle.remove()
+    loss = evaluate_loss(model, ids)
+    if not keep_hooks:
+        for handle in handles:
+            handle.remove()
+    return loss - base if rise else loss
+
+
+def mean_ablated_loss(model, ids, reference, heads):
+    return _mean_ablated(model, ids, reference, heads)
+
+
+def mean_ablated_with_the_toolkit(model, ids, reference, heads):
+    from attention_lab.charlm import evaluate_loss
+    from attention_lab.interventions import ablate_heads
+
+    with ablate_heads(model, heads, how="mean", reference=reference):
+        return torch.tensor(evaluate_loss(model, ids))  # a 0-d tensor is a number too
+
+
+def _mistake(name, **mistake):
+    def answer(model, ids, reference, heads):
+        return _mean_ablated(model, ids, reference, heads, **mistake)
+
+    answer.__name__ = name
+    return answer
+
+
+ablated_with_zeros = _mistake("ablated_with_zeros", zero=True)
+ablated_per_position = _mistake("ablated_per_position", per_position=True)
+ablated_means_from_ids = _mistake("ablated_means_from_ids", from_ids=True)
+ablated_means_after_ablation = _mistake("ablated_means_after_ablation", sequential=True)
+ablated_output_columns = _mistake("ablated_output_columns", output=True)
+ablated_unscaled_slice = _mistake("ablated_unscaled_slice", unscaled=True)
+ablated_hooks_left_on = _mistake("ablated_hooks_left_on", keep_hooks=True)
+ablated_rise_returned = _mistake("ablated_rise_returned", rise=True)
+ablated_next_head = _mistake("ablated_next_head", other_head=True)
+ablated_hooks_removed_early = _mistake("ablated_hooks_removed_early", hooks_off_early=True)
+
+
+def ablated_by_editing_weights(model, ids, reference, heads):
+    """Zeroes the head's columns of W_o for good: the model is left changed."""
+    from attention_lab.charlm import evaluate_loss
+
+    with torch.no_grad():
+        for layer, head in heads:
+            attn = model.blocks[layer].attn
+            attn.out_proj.weight[:, head * attn.d_head : (head + 1) * attn.d_head] = 0.0
+    return evaluate_loss(model, ids)
+
+
 CASES = [
     # checker, reference solution, [(typical mistake, words the verdict must contain)]
     (
@@ -577,6 +738,45 @@ CASES = [
             (repeat_ignored_with_zero, "not IGNORE_INDEX"),
         ],
     ),
+    (
+        ex.check_offset_share,
+        offset_share,
+        [
+            (offset_share_future, "key i + k, above the diagonal"),
+            (offset_share_one_too_far, "the key 2 back, not 1 back"),
+            (offset_share_all_queries, "divided by all"),
+            (offset_share_heads_averaged, "the heads were averaged together"),
+            (offset_share_per_row, "shape (B, H)"),
+            (offset_share_summed, "sums, not means"),
+        ],
+    ),
+    (
+        ex.check_offset_weights,
+        offset_weights,
+        [
+            (offset_weights_future, "the future"),
+            (offset_weights_empty_first_rows, "freeze_attention refuses rows"),
+            (offset_weights_one_short, "0 back, not 1 back"),
+            (offset_weights_bool, "dtype torch.bool"),
+        ],
+    ),
+    (
+        ex.check_mean_ablated_loss,
+        mean_ablated_loss,
+        [
+            (ablated_with_zeros, "set to zero, not to their mean"),
+            (ablated_per_position, "one per position"),
+            (ablated_means_from_ids, "from the evaluated text"),
+            (ablated_means_after_ablation, "already replaced"),
+            (ablated_output_columns, "out_proj's output"),
+            (ablated_unscaled_slice, "starts at column h"),
+            (ablated_hooks_left_on, "left 1 hook(s) on the model"),
+            (ablated_rise_returned, "the rise of the loss"),
+            (ablated_next_head, "you replaced head 2 of block 0 instead"),
+            (ablated_hooks_removed_early, "nothing was replaced"),
+            (ablated_by_editing_weights, "changed the model's"),
+        ],
+    ),
 ]
 IDS = [checker.__name__ for checker, _, _ in CASES]
 
@@ -638,12 +838,57 @@ def test_checkers_leave_the_global_random_state_alone(capsys):
     assert torch.equal(torch.get_rng_state(), before)
 
 
-def test_every_lesson_from_01_to_08_has_a_checked_exercise():
-    assert ex.LESSONS == ("01", "02", "03", "04", "05", "06", "07", "08")
+def test_every_lesson_from_01_to_10_has_a_checked_exercise():
+    assert ex.LESSONS == ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10")
     for lesson in ex.LESSONS:
         assert ex.EXERCISES.get(lesson), f"lesson {lesson} has no checker"
     placed = {(c.lesson, c.exercise) for c, _, _ in CASES}
     assert placed == {(les, name) for les, names in ex.EXERCISES.items() for name in names}
+
+
+def test_mean_ablated_loss_accepts_the_toolkit_and_leaves_its_model_as_it_was(capsys):
+    """ablate_heads itself passes (a 0-d tensor counts as a number); the checker's model is
+    the same after every check, so one check cannot spoil the next."""
+    from attention_lab.exercises import lesson10
+
+    assert ex.check_mean_ablated_loss(mean_ablated_with_the_toolkit, record=False)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1234)
+        first = lesson10._checker_model().state_dict()
+        torch.manual_seed(1234)
+        second = lesson10._checker_model().state_dict()
+    assert all(torch.equal(first[name], second[name]) for name in first)
+    assert "✅ passed" in capsys.readouterr().out
+
+
+def test_the_ablation_variants_differ_from_the_right_loss_by_more_than_the_tolerance():
+    """Each mistake the checker names moves the loss of its model by more than its tolerance,
+    on the first case where it differs at all, so no wrong answer passes by rounding."""
+    from attention_lab.charlm import evaluate_loss
+    from attention_lab.exercises import lesson10
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1234)
+        model = lesson10._checker_model()
+        ids = torch.randint(0, 11, (8 * 16 + 1,))
+        reference = torch.randint(0, 11, (24, 8))
+    heads = [(0, 3), (1, 0)]
+    right = lesson10._variant_loss(model, ids, reference, heads)
+    from attention_lab.interventions import ablate_heads
+
+    with ablate_heads(model, heads, how="mean", reference=reference):
+        assert math.isclose(evaluate_loss(model, ids), right, abs_tol=1e-6)
+    for options in (
+        dict(how="zero"),
+        dict(how="position"),
+        dict(how="scalar"),
+        dict(means_from="ids"),
+        dict(means_from="ablated"),
+        dict(place="output"),
+        dict(part="unscaled"),
+    ):
+        gap = abs(lesson10._variant_loss(model, ids, reference, heads, **options) - right)
+        assert gap > 10 * lesson10._TOLERANCE, (options, gap)
 
 
 def test_each_checker_lives_in_the_module_of_its_lesson():
@@ -710,7 +955,7 @@ def test_summary_of_every_lesson_and_of_an_unknown_lesson_never_raises(capsys):
     everything = ex.summary(show=False)
     assert {lesson for lesson, _, _ in everything.rows} == set(ex.LESSONS)
     assert everything.passed == 0
-    for bad in ("09", "00", "x", None, 4.5, [4]):
+    for bad in ("11", "00", "x", None, 4.5, [4]):
         if bad is None:
             continue
         result = ex.summary(bad)
@@ -941,7 +1186,7 @@ def test_the_block_replaces_itself_and_keeps_the_closing_cell_last(tmp_path):
 def test_an_edit_to_a_lessons_exercise_makes_its_notebook_out_of_date(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    for path in (make_exercises.SOLUTIONS.parent).glob("0[1-8]_*.ipynb"):
+    for path in (make_exercises.SOLUTIONS.parent).glob("[0-9][0-9]_*.ipynb"):
         (notebooks / path.name).write_bytes(path.read_bytes())
     solutions = nbformat.read(make_exercises.SOLUTIONS, as_version=4)
     cell = next(c for c in solutions.cells if "def dropout_rescale" in c.source)
@@ -955,7 +1200,7 @@ def test_an_edit_to_a_lessons_exercise_makes_its_notebook_out_of_date(tmp_path):
 def test_learner_only_writes_the_exercises_notebook_and_leaves_the_lessons_alone(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    for path in (make_exercises.SOLUTIONS.parent).glob("0[1-8]_*.ipynb"):
+    for path in (make_exercises.SOLUTIONS.parent).glob("[0-9][0-9]_*.ipynb"):
         (notebooks / path.name).write_bytes(path.read_bytes())
     (notebooks / "exercises_solutions.ipynb").write_bytes(make_exercises.SOLUTIONS.read_bytes())
     lessons = {p.name: p.read_bytes() for p in notebooks.glob("0*.ipynb")}

@@ -1,5 +1,5 @@
-"""Checkers for the exercises of lessons 01-08 (notebooks/exercises.ipynb; solutions in
-exercises_solutions.ipynb), one module per lesson: ``lesson01`` ... ``lesson08``.
+"""Checkers for the exercises of lessons 01-10 (notebooks/exercises.ipynb; solutions in
+exercises_solutions.ipynb), one module per lesson: ``lesson01`` ... ``lesson10``.
 
 Each exercise asks for a function; its check cell hands that function to a checker::
 
@@ -31,6 +31,8 @@ The exercises, by lesson (exercise N.k is the k-th checker of lesson N):
 * 06: ``check_head_as_causal``, ``check_einsum_attention``, ``check_padded_causal_mask``
 * 07: ``check_head_rows_from_fused``, ``check_weights_outnumber_params``
 * 08: ``check_lookback_distance``, ``check_repeat_batch``
+* 09: ``check_offset_share``, ``check_offset_weights``
+* 10: ``check_mean_ablated_loss``
 """
 
 from ._core import EXERCISES, LESSONS, RESULTS, Summary, Verdict, reset, summary
@@ -42,6 +44,8 @@ from .lesson05 import check_dropout_rescale
 from .lesson06 import check_einsum_attention, check_head_as_causal, check_padded_causal_mask
 from .lesson07 import check_head_rows_from_fused, check_weights_outnumber_params
 from .lesson08 import check_lookback_distance, check_repeat_batch
+from .lesson09 import check_offset_share, check_offset_weights
+from .lesson10 import check_mean_ablated_loss
 
 __all__ = [
     "EXERCISES",
@@ -57,6 +61,9 @@ __all__ = [
     "check_head_rows_from_fused",
     "check_looks_ahead",
     "check_lookback_distance",
+    "check_mean_ablated_loss",
+    "check_offset_share",
+    "check_offset_weights",
     "check_padded_causal_mask",
     "check_projected_score_variance",
     "check_repeat_batch",
