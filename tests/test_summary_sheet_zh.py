@@ -48,6 +48,19 @@ def test_the_chinese_sheet_has_the_english_sheets_numbers(pages):
     assert zh == en, f"only in English: {en - zh}; only in Chinese: {zh - en}"
 
 
+def english_in_code(page: str) -> list[str]:
+    """Words of prose inside the page's code spans: a code span holds code, so an English
+    joiner there ("attn_mask=...; or is_causal=True") stays English on the Chinese page."""
+    spans = re.findall(r"<code>(.*?)</code>", page, re.S)
+    return [w for s in spans for w in re.findall(r"(?<![\w.=])(?:or|and|then)(?![\w(=])", s)]
+
+
+def test_code_spans_hold_code_and_the_words_between_them_are_translated(pages):
+    assert english_in_code("<code>attn_mask=bool (T, T); or is_causal=True</code>") == ["or"]
+    assert english_in_code(pages["zh-CN"]) == []
+    assert "<code>attn_mask=bool (T, T)</code>；或 <code>is_causal=True</code>" in pages["zh-CN"]
+
+
 def test_the_chinese_sheet_is_chinese_with_a_cjk_font_stack(pages):
     zh = pages["zh-CN"]
     assert '<html lang="zh-CN">' in zh
