@@ -12,7 +12,7 @@ JOBS ?= auto
 PYTEST_NB := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
              --ignore-glob='*/.ipynb_checkpoints/*'
 
-.PHONY: help lab lab-zh slides slides-html test test-colab unit nbval lint format demo bench \
+.PHONY: help lab lab-zh slides slides-html test test-colab unit nbval lint format demo bench test-hub \
         explore exercises assignment badges notebooks translations clean
 
 # `make lab LANG_EDITION=zh-CN` (or `make lab-zh`) opens the Simplified Chinese edition.
@@ -25,6 +25,7 @@ help:
 	@echo "make lab        set up .venv and open the chapter in JupyterLab"
 	@echo "make test       set up .venv and run ruff, the unit tests and nbval over every notebook"
 	@echo "make lock       rewrite constraints.txt from pyproject.toml (after changing a range there)"
+	@echo "make test-hub   the classroom hub's tests (root: creates and removes system users)"
 	@echo "make test-colab the explorer under Colab's ipywidgets 7.7.1 (a second venv, .venv-colab)"
 	@echo "make demo       train the copy task from the command line (python -m attention_lab demo)"
 	@echo "make bench      measure speed and memory of every implementation; writes bench-results/"
@@ -92,14 +93,20 @@ slides-html: $(STAMP)
 	$(BIN)/python tools/summary_sheet.py --out build/teaching --pdf
 
 # Unit tests and nbval run on every core (pytest-xdist; a notebook stays on one worker);
-# the tests marked browser (real browser, real servers; the classroom hub's too) run
-# afterwards on their own, so the times they print are a quiet machine's, not ones taken
-# while other notebooks compete for the cores. Markers: [tool.pytest.ini_options].
+# the tests marked browser (real browser, real servers) run afterwards on their own, so the
+# times they print are a quiet machine's, not ones taken while other notebooks compete for
+# the cores. `make test` creates no system user: the classroom hub's tests (marker hub) run
+# only under `make test-hub` (root; .ci/run calls it). Markers: [tool.pytest.ini_options].
 test: $(STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
 	$(BIN)/python -m ruff format --check src tests tools
-	$(BIN)/python -m pytest -m "not browser" -n $(JOBS) --dist loadfile tests notebooks $(PYTEST_NB)
-	$(BIN)/python -m pytest -m browser -s tests
+	$(BIN)/python -m pytest -m "not browser and not hub" -n $(JOBS) --dist loadfile tests notebooks $(PYTEST_NB)
+	$(BIN)/python -m pytest -m "browser and not hub" -s tests
+
+# The classroom JupyterHub for real (hub/README.md): a class of five, an intruder and the
+# red team's attacks. As root it creates system users (alab-*) and removes them afterwards.
+test-hub: $(STAMP)
+	$(BIN)/python -m pytest -m hub -s tests
 
 test-colab: $(STAMP)
 	PYTHON=$(PYTHON) bash tools/colab_widgets_check.sh

@@ -32,15 +32,6 @@ from attention_lab import (
 torch.set_num_threads(1)
 
 
-def pytest_collection_modifyitems(items):
-    """The classroom hub's tests (tests/test_hub.py) start a JupyterHub and a class of kernels:
-    they run with the browser tests, alone and after the rest (`make test`), so nbval
-    competing for the cores does not time them out."""
-    for item in items:
-        if item.path.name == "test_hub.py":
-            item.add_marker(pytest.mark.browser)
-
-
 B, T, D, H = 2, 6, 8, 2  # small sizes used across the tests
 CONTEXT = 10  # context_length: larger than T, so every module slices its mask buffer
 VOCAB = 64  # TinyLM's vocabulary

@@ -27,6 +27,9 @@ from pathlib import Path
 
 import pytest
 
+# A real hub, real system users: only `make test-hub` runs these (never `make test`).
+pytestmark = pytest.mark.hub
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "01_weighted_average.ipynb"
 REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATTENTION_LAB_REQUIRE_HUB") == "1"

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.browser  # a real hub and servers: alone and last (`make test`)
+pytestmark = pytest.mark.hub  # a real hub, real system users: only `make test-hub`
 
 REPO = Path(__file__).resolve().parents[1]
 REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATTENTION_LAB_REQUIRE_HUB") == "1"
