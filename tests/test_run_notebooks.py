@@ -7,7 +7,6 @@ import copy
 
 import nbformat
 import notebook_io  # tools/ (pytest's pythonpath)
-import run_notebooks
 
 
 def _stream(name: str, text: str):
@@ -29,7 +28,7 @@ def _notebook():
 
 def test_neighbouring_prints_of_one_stream_are_joined_and_others_kept_in_order(tmp_path):
     path = tmp_path / "x.ipynb"
-    run_notebooks.write_clean(_notebook(), path)  # the old name of the one writer
+    notebook_io.write_notebook(_notebook(), path)
     stored = nbformat.read(path, as_version=4).cells[0]
     assert [(o.name, o.text) for o in stored.outputs[:3]] == [
         ("stdout", "a\nb\n"),
@@ -50,4 +49,3 @@ def test_the_writer_writes_what_nbformat_writes_for_nodes_and_plain_json(tmp_pat
     plain = notebook_io.read_notebook(theirs)  # outputs' text stays as stored (lists)
     notebook_io.write_notebook(plain, ours)
     assert ours.read_text(encoding="utf-8") == theirs.read_text(encoding="utf-8")
-    assert run_notebooks.write_clean is notebook_io.write_notebook

@@ -35,10 +35,6 @@ def run(path: Path) -> float:
     return seconds
 
 
-# The one notebook writer of tools/ (kept here under its old name for older callers).
-write_clean = write_notebook
-
-
 def _has_widgets(nb) -> bool:
     return any(
         "application/vnd.jupyter.widget-view+json" in out.get("data", {})

@@ -44,7 +44,6 @@ HEAD_COLORS: tuple[str, ...] = (
 )
 
 CMAP = colormaps["Blues"]  # 0 = almost white, 1 = dark blue: no grey anywhere on it
-CMAP_NAME = "Blues"
 GAMMA = 0.5  # square-root scale: small weights get a visible share of the colours
 BLOCKED_COLOR = "#9E9E9E"  # neutral grey: masked, never a weight
 BLOCKED_HATCH_COLOR = "#5E5E5E"  # the darker diagonal stripes on a blocked cell

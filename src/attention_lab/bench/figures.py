@@ -103,20 +103,6 @@ def figure_times_both_paths(repeats: int = 7) -> dict[str, list[tuple[str, float
     return results
 
 
-def format_figure_times(rows) -> str:
-    lines = [
-        f"figures: CPU ms per figure (goal: under {GOAL_MS:.0f} ms to build and encode)",
-        f"  {'figure':30s} {'first':>7s} {'build+PNG':>10s} {'PNG only':>9s}",
-    ]
-    for name, first, total, render in rows:
-        mark = "" if total < GOAL_MS or not _goal(name) else "  over the goal"
-        lines.append(f"  {name:30s} {first:7.0f} {total:10.0f} {render:9.0f}{mark}")
-    goal = [total for name, _, total, _ in rows if _goal(name)]
-    met = sum(total < GOAL_MS for total in goal)
-    lines.append(f"  {met} of {len(goal)} diagrams under {GOAL_MS:.0f} ms (median build + PNG)")
-    return "\n".join(lines)
-
-
 def format_both_paths(results) -> str:
     """Both paths side by side: first and median build + PNG ms, and plain / fast."""
     fast, plain = results["fast"], results["plain"]
