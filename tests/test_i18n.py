@@ -89,6 +89,14 @@ def test_an_error_keeps_its_english_line_and_adds_the_chinese(zh):
     assert i18n.error_text(msgid) == msgid
 
 
+def test_pad_lines_up_a_column_after_chinese_text_where_a_format_width_does_not():
+    names = ["最大权重，未缩放", "var(q·k) / d_head", "熵"]
+    padded = [i18n.pad(n, 20) + "|" for n in names]
+    assert {i18n.display_width(p) for p in padded} == {21}  # the bar in one column
+    assert len({i18n.display_width(f"{n:20s}|") for n in names}) == 3  # what pad replaces
+    assert i18n.pad("a" * 25, 20) == "a" * 25  # too long: nothing cut
+    assert i18n.display_width("注意力 x") == 8
+
 # ---------------------------------------------------------------- what ships
 
 

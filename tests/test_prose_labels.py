@@ -56,12 +56,8 @@ ZH_DOCS = sorted((ROOT / "teaching" / "zh-CN").glob("*.md")) + [ROOT / "README.z
 # Notebooks another helper is rewriting while these tests are written (issue 27); their text
 # is fixed once that work lands. Keyed by (edition, notebook stem).
 PENDING = "pending: owned by the issue-27 work"
-XFAIL_LABELS: dict[tuple[str, str], str] = {
-    ("zh-CN", "06_multi_head"): PENDING,  # c48: "在 **sequence** 框中" (the box reads 序列)
-}
-XFAIL_DECREASE: dict[str, str] = {
-    "03_scaling": PENDING,  # c19 "下降了 57 倍", "只降了 3.3 倍"; c22 "小 3.8 倍"
-}
+XFAIL_LABELS: dict[tuple[str, str], str] = {}
+XFAIL_DECREASE: dict[str, str] = {}
 
 CONTROL_CUES = (
     "选择", "选中", "选", "切换到", "切回", "换成", "点击", "按下", "试试",

@@ -139,6 +139,20 @@ def two_lines(message: str, parts: dict[str, tuple[str, str]], **fields) -> str:
     return "\n".join(lines)
 
 
+def display_width(text: str) -> int:
+    """The columns ``text`` takes in fixed-width output (a notebook's printed text): a Chinese
+    character (East Asian wide or fullwidth) takes two, any other character one."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` followed by spaces up to ``width`` columns (``display_width``), so a column
+    printed after it lines up in Chinese too, where ``f"{text:{width}s}"`` counts characters."""
+    return text + " " * max(0, width - display_width(text))
+
+
 # ---------------------------------------------------------------- fonts
 
 _font_registered = False
