@@ -158,11 +158,13 @@ exercises: $(STAMP)
 
 # The exercises as an nbgrader assignment (teaching/grading.md): the source version made from
 # the solutions notebook, then nbgrader's release version, in $(COURSE) (run nbgrader from
-# there; it calls `alembic`, hence the venv on PATH).
+# there; it calls `alembic`, hence the venv on PATH). LANG_EDITION=zh-CN makes the Chinese
+# one, attention_lab_zh, from notebooks/zh-CN/exercises_solutions.ipynb, in the same course.
 COURSE ?= build/course
+ASSIGNMENT_NAME = $(if $(filter zh-CN,$(LANG_EDITION)),attention_lab_zh,attention_lab)
 assignment: $(STAMP)
-	$(BIN)/python tools/make_assignment.py --course $(COURSE)
-	cd $(COURSE) && PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment attention_lab --force
+	$(BIN)/python tools/make_assignment.py --course $(COURSE) --edition $(or $(LANG_EDITION),en)
+	cd $(COURSE) && PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment $(ASSIGNMENT_NAME) --force
 
 badges: $(STAMP)
 	$(BIN)/python tools/badges.py

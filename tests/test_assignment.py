@@ -542,3 +542,112 @@ def test_graded_check_refuses_a_verdict_the_checker_did_not_record(monkeypatch, 
         _record.graded_check("stable_softmax", _naive_softmax)
     with pytest.raises(LookupError, match="names 0 checkers"):
         _record.graded_check("no_such_exercise", _naive_softmax)
+
+
+# --- the Chinese edition (make assignment LANG_EDITION=zh-CN) --------------------------------
+
+ZH_SOLUTIONS_PATH, ZH_ASSIGNMENT = make_assignment.EDITION_DEFAULTS["zh-CN"]
+ZH_SOURCE = make_assignment.source_notebook(
+    nbformat.read(ZH_SOLUTIONS_PATH, as_version=4), edition="zh-CN"
+)
+
+
+def test_the_chinese_assignment_grades_the_same_exercises_in_chinese():
+    """The same graded cells (grade_ids, points, checker calls) as the English assignment; the
+    text it adds is Chinese, and a locked cell sets the library's language before any check."""
+    assert make_assignment.graded(ZH_SOURCE) == make_assignment.graded(SOURCE)
+
+    def code(nb):  # each test cell without its comment lines: the same test in both
+        return [
+            "\n".join(line for line in c.source.split("\n") if not line.startswith("#"))
+            for c in nb.cells
+            if _meta(c).get("grade")
+        ]
+
+    assert code(ZH_SOURCE) == code(SOURCE)
+    ids = [_meta(c).get("grade_id") for c in ZH_SOURCE.cells]
+    language = ids.index("setup-language")
+    first_test = next(i for i, c in enumerate(ZH_SOURCE.cells) if _meta(c).get("grade"))
+    assert language < first_test
+    cell = ZH_SOURCE.cells[language]
+    assert _meta(cell)["locked"] and 'set_language("zh_CN")' in cell.source
+    note = ZH_SOURCE.cells[ids.index("grading")].source
+    assert "本作业如何评分" in note and "✅ 通过" in note
+    assert f"共 {sum(p for _, _, p in make_assignment.graded(SOURCE)):g} 分" in note
+    for c in ZH_SOURCE.cells:
+        if _meta(c).get("grade"):
+            assert c.source.startswith("# 练习 ") and "只有结论是 ✅ 通过" in c.source
+    assert "setup-language" not in [_meta(c).get("grade_id") for c in SOURCE.cells]
+    pytest.importorskip("nbgrader.nbgraderformat").MetadataValidator().validate_nb(ZH_SOURCE)
+
+
+def test_an_unknown_edition_is_refused():
+    with pytest.raises(make_assignment.AssignmentError, match="edition='fr'"):
+        make_assignment.source_notebook(SOLUTIONS, edition="fr")
+
+
+@pytest.fixture(scope="module")
+def graded_zh(tmp_path_factory) -> Graded:
+    """The Chinese assignment through nbgrader: a full submission and a wrong one (the same
+    known-wrong answers as the English "wrong"), autograded, with feedback."""
+    pytest.importorskip("nbgrader")
+    from nbgrader.api import Gradebook
+
+    course = tmp_path_factory.mktemp("course_zh")
+    make_assignment.write_course(course, ZH_SOLUTIONS_PATH, ZH_ASSIGNMENT, edition="zh-CN")
+    source = nbformat.read(course / "source" / ZH_ASSIGNMENT / NOTEBOOK, as_version=4)
+    _nbgrader(course, "generate_assignment", ZH_ASSIGNMENT)
+    release = nbformat.read(course / "release" / ZH_ASSIGNMENT / NOTEBOOK, as_version=4)
+    wrong = wrong_answers(source)
+    import attention_lab
+
+    attention_lab.set_language("zh_CN")
+    try:
+        for w in wrong:
+            w.message = checker_message(source, w)
+    finally:
+        attention_lab.set_language("en")
+    for student, nb in (
+        ("full", submission(release, source)),
+        ("wrong", submission(release, source, wrong)),
+    ):
+        path = course / "submitted" / student / ZH_ASSIGNMENT / NOTEBOOK
+        path.parent.mkdir(parents=True)
+        nbformat.write(nb, path)
+    _nbgrader(course, "autograde", ZH_ASSIGNMENT)
+    _nbgrader(course, "generate_feedback", ZH_ASSIGNMENT)
+    result = Graded(course, {gid: p for gid, _, p in make_assignment.graded(source)}, wrong)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in ("full", "wrong"):
+            notebook = gb.find_submission_notebook(Path(NOTEBOOK).stem, ZH_ASSIGNMENT, student)
+            result.scores[student] = {g.name: g.score for g in notebook.grades}
+            report = (
+                course / "feedback" / student / ZH_ASSIGNMENT / Path(NOTEBOOK).with_suffix(".html")
+            )
+            result.feedback[student] = _text(report)
+    return result
+
+
+@pytest.mark.nbgrader
+def test_a_chinese_submission_is_graded_with_the_chinese_verdicts(graded_zh):
+    """Full marks for the solutions, whose checks print ✅ 通过; the wrong answers lose exactly
+    their points, and the feedback shows the checker's Chinese message (❌ 还没通过：...),
+    printed and as the failed test's AssertionError."""
+    assert graded_zh.scores["full"] == graded_zh.points
+    full = _cells(graded_zh.feedback["full"])
+    assert set(full) == set(graded_zh.points)
+    for grade_id, text in full.items():
+        assert "✅ 通过" in text and "AssertionError" not in text, grade_id
+    lessons = {make_assignment.lesson_of(c) for c in ZH_SOURCE.cells if _meta(c).get("grade")}
+    assert sorted(w.lesson for w in graded_zh.wrong) == sorted(lessons)
+    expected = dict(graded_zh.points)
+    for w in graded_zh.wrong:
+        expected[w.grade_id] = 0
+    assert graded_zh.scores["wrong"] == expected
+    cells = _cells(graded_zh.feedback["wrong"])
+    for w in graded_zh.wrong:
+        assert re.search(r"[\u4e00-\u9fff]", w.message), w.message  # the checker spoke Chinese
+        text = cells[w.grade_id]
+        assert text.startswith(f"Score: 0.0 / {graded_zh.points[w.grade_id]:.1f}"), w.grade_id
+        assert f"❌ 还没通过：{w.message}" in text.split("AssertionError")[0], w.grade_id
+        assert f"AssertionError: ❌ 还没通过：{w.message}" in text, w.grade_id

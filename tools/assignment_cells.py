@@ -40,6 +40,29 @@ from {module}._record import {graded_check} as _graded_check
 _verdict = {call}
 assert _verdict.status == "passed", str(_verdict)"""
 
+# The Chinese edition (tools/make_assignment.py --edition zh-CN): the same cells, built from
+# notebooks/zh-CN/exercises_solutions.ipynb, with the assignment's own text in Chinese and a
+# first cell that makes the library speak Chinese (the solutions notebook does it in its
+# Colab setup cell, which an assignment leaves out). The test compares the verdict's status,
+# the same code "passed" in both languages; the checker prints it as ✅ 通过.
+EDITIONS = ("en", "zh-CN")
+GRADING_NOTE_ZH = """\
+**本作业如何评分。** nbgrader 从头到尾运行这个笔记本。每道练习下面的检查单元格\
+是锁定的：它运行这道练习的检查器，检查器照常打印结论；结论不是 ✅ 通过时，它抛出\
+ `AssertionError`。只有检查通过，这道练习才得分。分数：{points}。"""
+TEST_CELL_ZH = """\
+# 练习 {exercise} 的自动评分测试（{lesson}{points:g} 分）：运行库自己的检查器（而不是这个笔记本
+# 绑定的名字），它打印结论；只有结论是 ✅ 通过（status 为 "passed"）时才给分。
+from {module}._record import {graded_check} as _graded_check
+
+_verdict = {call}
+assert _verdict.status == "passed", str(_verdict)"""
+LANGUAGE_CELL_ZH = """\
+# 检查器的结论和提示用简体中文显示
+import attention_lab
+
+attention_lab.set_language("zh_CN")"""
+
 
 class AssignmentError(ValueError):
     """The solutions notebook has something this tool cannot turn into an assignment."""
@@ -140,8 +163,18 @@ def _unique(grade_id: str, seen: set[str]) -> str:
     return candidate
 
 
-def source_notebook(solutions, points: float = 1.0, points_for: dict[str, float] | None = None):
-    """The nbgrader source version of a solutions notebook (a new NotebookNode)."""
+def source_notebook(
+    solutions,
+    points: float = 1.0,
+    points_for: dict[str, float] | None = None,
+    edition: str = "en",
+):
+    """The nbgrader source version of a solutions notebook (a new NotebookNode); ``edition``
+    ("en" or "zh-CN", the solutions notebook's language) picks the language of the text this
+    adds (the grading note, the test cells' comments) and of the checkers' verdicts."""
+    if edition not in EDITIONS:
+        raise AssignmentError(f"edition={edition!r} is not one of {EDITIONS}")
+    chinese = edition == "zh-CN"
     points_for = points_for or {}
     nb = copy.deepcopy(solutions)
     cells, seen = [], set()
@@ -177,10 +210,14 @@ def source_notebook(solutions, points: float = 1.0, points_for: dict[str, float]
             for call in calls:
                 exercise = exercise_of(call)
                 worth = points_for.get(exercise, points)
+                if chinese:
+                    where_text = f"第 {lesson} 课，" if lesson else ""
+                else:
+                    where_text = f"lesson {lesson}, " if lesson else ""
                 test = nbformat.v4.new_code_cell(
-                    TEST_CELL.format(
+                    (TEST_CELL_ZH if chinese else TEST_CELL).format(
                         exercise=exercise,
-                        lesson=f"lesson {lesson}, " if lesson else "",
+                        lesson=where_text,
                         points=worth,
                         s="" if worth == 1 else "s",
                         module=CHECKERS_MODULE,
@@ -199,17 +236,22 @@ def source_notebook(solutions, points: float = 1.0, points_for: dict[str, float]
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if grade_id:
             cell["id"] = grade_id[:64]
-    note = grading_note(cells, _unique("grading", seen))
+    note = grading_note(cells, _unique("grading", seen), chinese)
     if note is not None:  # before the first lesson
         first = next((i for i, cell in enumerate(cells) if lesson_of(cell)), 0)
         cells.insert(first, note)
+        if chinese:  # the checkers speak Chinese from the first check on
+            language = nbformat.v4.new_code_cell(LANGUAGE_CELL_ZH)
+            grade_id = _unique("setup-language", seen)
+            language["id"] = grade_id
+            cells.insert(first + 1, _nbgrader(language, grade_id, locked=True))
     nb.cells = cells
     return nb
 
 
-def grading_note(cells, grade_id: str):
+def grading_note(cells, grade_id: str, chinese: bool = False):
     """A locked markdown cell that says how the notebook is graded, with the points per
-    lesson; None when nothing is graded."""
+    lesson (in Chinese when ``chinese``); None when nothing is graded."""
     per_lesson: dict[str | None, float] = {}
     for cell in cells:
         meta = cell.metadata.get("nbgrader", {})
@@ -218,9 +260,15 @@ def grading_note(cells, grade_id: str):
             per_lesson[lesson] = per_lesson.get(lesson, 0) + meta["points"]
     if not per_lesson:
         return None
-    text = ", ".join(f"lesson {les or '-'} {p:g}" for les, p in per_lesson.items())
-    total = f"{sum(per_lesson.values()):g} in all ({text})"
-    note = nbformat.v4.new_markdown_cell(GRADING_NOTE.format(points=total))
+    if chinese:
+        text = "，".join(f"第 {les or '-'} 课 {p:g} 分" for les, p in per_lesson.items())
+        total = f"共 {sum(per_lesson.values()):g} 分（{text}）"
+    else:
+        text = ", ".join(f"lesson {les or '-'} {p:g}" for les, p in per_lesson.items())
+        total = f"{sum(per_lesson.values()):g} in all ({text})"
+    note = nbformat.v4.new_markdown_cell(
+        (GRADING_NOTE_ZH if chinese else GRADING_NOTE).format(points=total)
+    )
     note["id"] = grade_id
     return _nbgrader(note, grade_id, locked=True)
 

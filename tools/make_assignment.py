@@ -2,12 +2,21 @@
 
     python tools/make_assignment.py                      # build/course/source/attention_lab/
     python tools/make_assignment.py --course DIR --points 2
+    python tools/make_assignment.py --edition zh-CN      # build/course/source/attention_lab_zh/
     cd build/course && nbgrader generate_assignment attention_lab --force   # the release
 
 From notebooks/exercises_solutions.ipynb this writes an nbgrader *source* assignment,
 ``COURSE/source/ASSIGNMENT/exercises.ipynb``, and ``COURSE/nbgrader_config.py`` (run every
 nbgrader command from COURSE). Nothing here names an exercise: every rule reads the markers,
 tags and checker calls of the solutions notebook, so the assignment follows the exercise set.
+
+``--edition zh-CN`` (``make assignment LANG_EDITION=zh-CN``) builds the Simplified Chinese
+assignment, ``attention_lab_zh``, beside the English one in the same course, from
+notebooks/zh-CN/exercises_solutions.ipynb: the same answer and test cells (the same grade_ids),
+its prose in Chinese, the grading note and the test cells' comments in Chinese, and a locked
+first cell that calls ``attention_lab.set_language("zh_CN")``, so the checkers' verdicts and
+hints, printed in the notebook and in nbgrader's feedback, are Chinese (✅ 通过, ❌ 还没通过).
+The test is the same in both: the verdict's status, the code "passed", whatever the language.
 
 * A code cell with ``### BEGIN SOLUTION`` / ``### END SOLUTION`` becomes an autograded answer
   cell (nbgrader ``solution``); ``nbgrader generate_assignment`` replaces the marked lines
@@ -38,6 +47,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "notebooks" / "exercises_solutions.ipynb"
 COURSE = ROOT / "build" / "course"
 ASSIGNMENT = "attention_lab"
+# edition -> (solutions notebook, assignment name)
+EDITION_DEFAULTS = {
+    "en": (SOLUTIONS, ASSIGNMENT),
+    "zh-CN": (ROOT / "notebooks" / "zh-CN" / "exercises_solutions.ipynb", "attention_lab_zh"),
+}
 NOTEBOOK = "exercises.ipynb"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,6 +60,7 @@ from assignment_cells import (  # noqa: E402, F401
     CHECKER,
     CHECKERS_MODULE,
     DROPPED_TAGS,
+    EDITIONS,
     GRADED_CHECK,
     GRADING_NOTE,
     NBGRADER_BEGIN,
@@ -89,9 +104,13 @@ def write_course(
     assignment: str = ASSIGNMENT,
     points: float = 1.0,
     points_for: dict[str, float] | None = None,
+    edition: str = "en",
 ) -> Path:
-    """Write COURSE/nbgrader_config.py and the source assignment; return the notebook's path."""
-    nb = source_notebook(nbformat.read(solutions_path, as_version=4), points, points_for)
+    """Write COURSE/nbgrader_config.py and the source assignment; return the notebook's path.
+    ``edition`` is the language of ``solutions_path`` ("en" or "zh-CN")."""
+    nb = source_notebook(
+        nbformat.read(solutions_path, as_version=4), points, points_for, edition=edition
+    )
     if not graded(nb):
         raise AssignmentError(f"{solutions_path.name} has no checker calls: nothing to grade")
     target = course / "source" / assignment / NOTEBOOK
@@ -113,9 +132,15 @@ def _points_for(items: list[str]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--solutions", type=Path, default=SOLUTIONS)
+    parser.add_argument(
+        "--edition",
+        choices=EDITIONS,
+        default="en",
+        help="the language: en (default) or zh-CN (assignment attention_lab_zh)",
+    )
+    parser.add_argument("--solutions", type=Path, help="default: the edition's solutions")
     parser.add_argument("--course", type=Path, default=COURSE, help="the nbgrader course dir")
-    parser.add_argument("--assignment", default=ASSIGNMENT)
+    parser.add_argument("--assignment", help="default: attention_lab (zh-CN: attention_lab_zh)")
     parser.add_argument("--points", type=float, default=1.0, help="points per exercise")
     parser.add_argument(
         "--points-for",
@@ -125,8 +150,14 @@ def main(argv: list[str] | None = None) -> int:
         help="points of one exercise (its checker's name without check_)",
     )
     args = parser.parse_args(argv)
+    solutions, assignment = EDITION_DEFAULTS[args.edition]
     target = write_course(
-        args.course, args.solutions, args.assignment, args.points, _points_for(args.points_for)
+        args.course,
+        args.solutions or solutions,
+        args.assignment or assignment,
+        args.points,
+        _points_for(args.points_for),
+        edition=args.edition,
     )
     rows = graded(nbformat.read(target, as_version=4))
     lessons = dict.fromkeys(lesson for _, lesson, _ in rows)
