@@ -350,3 +350,35 @@ DECREASE_FILES = ZH + ZH_DOCS
 def test_bei_never_follows_a_verb_of_decrease(path):
     found = decrease_times(_zh_texts(path))
     assert not found, f"{path.relative_to(ROOT)}: write 降到原来的 1/n, not: {found}"
+
+
+# ---------------------------------------------------------------- quotes in the teaching text
+
+
+def straight_quoted_chinese(text: str) -> list[str]:
+    """Chinese phrases in straight ASCII quotes, outside code spans and fenced code: the
+    notebooks write “…”. Quotes pair up left to right on a line, so '"cat" 去找动词，而 "sat"'
+    (two English tokens) is not a phrase."""
+    found, fence = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if fence:
+            continue
+        for part in re.split(r"`[^`]*`", line):
+            pos = [i for i, c in enumerate(part) if c == '"']
+            for a, b in zip(pos[::2], pos[1::2]):
+                if re.search(r"[\u4e00-\u9fff]", part[a + 1 : b]):
+                    found.append(part[a : b + 1])
+    return found
+
+
+def test_the_quote_check_pairs_quotes_and_skips_code():
+    text = '把"注意力是按内容查找"当作；`x = "未缩放"`；"cat" 去找动词，而 "sat" 不'
+    assert straight_quoted_chinese(text) == ['"注意力是按内容查找"']
+
+
+@pytest.mark.parametrize("path", ZH_DOCS, ids=[str(p.relative_to(ROOT)) for p in ZH_DOCS])
+def test_chinese_phrases_in_the_teaching_text_take_curly_quotes(path):
+    found = straight_quoted_chinese(path.read_text(encoding="utf-8"))
+    assert not found, f"{path.relative_to(ROOT)}: write “…”, not: {found}"
