@@ -97,6 +97,7 @@ def test_pad_lines_up_a_column_after_chinese_text_where_a_format_width_does_not(
     assert i18n.pad("a" * 25, 20) == "a" * 25  # too long: nothing cut
     assert i18n.display_width("注意力 x") == 8
 
+
 # ---------------------------------------------------------------- what ships
 
 

@@ -32,7 +32,7 @@ ALLOWED = {
     # terms the glossary (i18n/glossary.tsv) keeps in English
     "softmax", "token", "tokens", "dropout", "buffer", "epoch", "SDPA", "SEP", "MLP", "LM", "id",
     # units and notation
-    "MiB", "ms", "nat", "nats", "GFLOP", "ln", "log", "exp", "var", "sqrt", "max", "sum", "grad", "dL",
+    "MiB", "ms", "nat", "GFLOP", "ln", "log", "exp", "var", "sqrt", "max", "sum", "grad", "dL",
     "dq", "ds",  # |grad|, |dL/dq|: maths written as code
     # names of classes, functions and errors, printed as code (a reader searches for them)
     "CausalAttention", "SingleHeadAttention", "MultiHeadAttention", "MultiHeadSelfAttention",
