@@ -18,7 +18,8 @@ from __future__ import annotations
 import torch
 
 from .i18n import error_text
-from .tasks import IGNORE_INDEX, INDUCTION_SEGMENT
+
+INDUCTION_SEGMENT = 8  # the length of the repeated segment of "induction"
 
 
 def induction_placements(context_length: int) -> torch.Tensor:
@@ -30,9 +31,16 @@ def induction_placements(context_length: int) -> torch.Tensor:
 
 
 def induction_batch(
-    n_rows: int, T: int, vocab_size: int, generator: torch.Generator | None = None
+    n_rows: int,
+    T: int,
+    vocab_size: int,
+    generator: torch.Generator | None = None,
+    ignore_index: int = -100,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(inputs, targets)`` (n_rows, T) int64; use ``make_batch("induction", ...)``."""
+    """``(inputs, targets)`` (n_rows, T) int64; use ``make_batch("induction", ...)``.
+
+    Unscored targets hold ``ignore_index`` (``tasks.IGNORE_INDEX``, F.cross_entropy's default).
+    """
     L = INDUCTION_SEGMENT
     if T < 2 * L + 1:
         raise ValueError(
@@ -51,7 +59,7 @@ def induction_batch(
     rows = torch.arange(n_rows)[:, None]  # (N, 1)
     row[rows, first[:, None] + span] = segment  # the first copy
     row[rows, second[:, None] + span] = segment  # the second copy
-    x, y = row[:, :-1].clone(), torch.full((n_rows, T), IGNORE_INDEX)  # (N, T), (N, T)
+    x, y = row[:, :-1].clone(), torch.full((n_rows, T), ignore_index)  # (N, T), (N, T)
     scored = second[:, None] + span[: L - 1]  # (N, L - 1): the copy's 1st..7th positions
     y[rows, scored] = row[rows, scored + 1]  # the copy's 2nd..8th ids
     return x, y

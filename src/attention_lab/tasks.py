@@ -39,6 +39,7 @@ import torch
 
 from ._checks import check_positive
 from .i18n import N_, _, error_text
+from .induction import INDUCTION_SEGMENT, induction_batch
 
 TASKS = ("copy", "previous", "repeat", "lookup", "trigram")
 MULTI_LAYER_TASKS = ("induction",)  # solved with two attention layers (an induction head)
@@ -52,7 +53,6 @@ LOOKUP_QUERY = LOOKUP_VALUES  # id of the query "a?"; "b?" is one more, ...
 LOOKUP_PAIR = LOOKUP_QUERY + len(LOOKUP_KEYS)  # id of the pair "a=0"; key k, value v: + k*V + v
 TRIGRAM_LETTERS = "abcd"
 TRIGRAM_FIRST = len(TRIGRAM_LETTERS)  # id of the trigram "aaa"; the rest follow in order
-INDUCTION_SEGMENT = 8  # the length of the repeated segment of "induction"
 
 # The smallest vocabulary each task's ids fit in.
 MIN_VOCAB = {
@@ -172,9 +172,7 @@ def make_batch(
     if task == "trigram":
         return _trigram_batch(n_rows, T, generator)
     if task == "induction":
-        from .induction import induction_batch  # induction.py imports this module
-
-        return induction_batch(n_rows, T, vocab_size, generator)
+        return induction_batch(n_rows, T, vocab_size, generator, ignore_index=IGNORE_INDEX)
     if T < 2:
         raise ValueError(
             error_text(
