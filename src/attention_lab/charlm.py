@@ -25,6 +25,7 @@ from .fused import MultiHeadSelfAttention
 from .i18n import _, error_text
 from .masks import causal_mask
 from .text import get_batch, word_starts
+from .tiny_lm import run_blocks
 
 
 @dataclass(frozen=True)
@@ -115,17 +116,10 @@ class CharLM(nn.Module):
         self._check_ids(idx)
         pos = torch.arange(idx.shape[1], device=idx.device)  # (T,)
         x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, D)
-        weights = []
-        for block in self.blocks:
-            if return_weights:
-                x, w = block(x, return_weights=True)  # (B, T, D), (B, H, T, T)
-                weights.append(w)
-            else:
-                x = block(x)  # (B, T, D)
-        logits = self.lm_head(self.ln_f(x))  # (B, T, vocab)
         if return_weights:
-            return logits, torch.stack(weights, dim=1)  # (B, T, vocab), (B, L, H, T, T)
-        return logits
+            x, weights = run_blocks(self.blocks, x, True)  # (B, T, D), (B, L, H, T, T)
+            return self.lm_head(self.ln_f(x)), weights  # (B, T, vocab)
+        return self.lm_head(self.ln_f(run_blocks(self.blocks, x)))  # (B, T, vocab)
 
     def _check_ids(self, idx) -> None:
         if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long:

@@ -52,6 +52,20 @@ def _apply(attn: MultiHeadSelfAttention, x: torch.Tensor, residual: bool, return
     return (out, weights) if return_weights else out
 
 
+def run_blocks(blocks, x: torch.Tensor, return_weights: bool = False):
+    """Run ``x`` (B, T, D) through each block in turn; with ``return_weights`` also stack
+    each block's (B, H, T, T) weights into (B, L, H, T, T). TinyLM and CharLM share it."""
+    if not return_weights:
+        for block in blocks:
+            x = block(x)  # (B, T, D)
+        return x
+    weights = []
+    for block in blocks:
+        x, w = block(x, return_weights=True)  # (B, T, D), (B, H, T, T)
+        weights.append(w)
+    return x, torch.stack(weights, dim=1)  # (B, T, D), (B, L, H, T, T)
+
+
 class TinyLM(nn.Module):
     """Token ids (B, T) -> next-token logits (B, T, vocab_size).
 
@@ -113,16 +127,10 @@ class TinyLM(nn.Module):
                 x, weights = _apply(self.attn, x, self.residual, True)  # (B, T, D), (B, H, T, T)
                 return self.lm_head(x), weights  # (B, T, vocab)
             return self.lm_head(_apply(self.attn, x, self.residual, False))  # (B, T, vocab)
-        weights = []
-        for block in self.blocks:
-            if return_weights:
-                x, w = block(x, return_weights=True)  # (B, T, D), (B, H, T, T)
-                weights.append(w)
-            else:
-                x = block(x)  # (B, T, D)
         if return_weights:
-            return self.lm_head(x), torch.stack(weights, dim=1)  # (B, T, vocab), (B, L, H, T, T)
-        return self.lm_head(x)  # (B, T, vocab)
+            x, weights = run_blocks(self.blocks, x, True)  # (B, T, D), (B, L, H, T, T)
+            return self.lm_head(x), weights  # (B, T, vocab)
+        return self.lm_head(run_blocks(self.blocks, x))  # (B, T, vocab)
 
     @torch.no_grad()
     def generate(self, idx: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
