@@ -121,6 +121,21 @@ def test_plot_lines_draws_one_labelled_line_per_series():
     assert ax.get_title() == "t"
 
 
+def test_plot_lines_can_put_the_legend_beside_the_axes_so_it_hides_no_curve():
+    ys = {"a": [0.1, 0.9, 1.0], "b": [0.9, 0.1, 0.0]}  # curves in every corner
+    inside = plot_lines([1, 2, 4], ys, "steps", "accuracy")
+    outside = plot_lines([1, 2, 4], ys, "steps", "accuracy", legend_outside=True)
+    for fig in (inside, outside):
+        fig.canvas.draw()
+    axes_box = outside.axes[0].get_window_extent()
+    legend_box = outside.axes[0].get_legend().get_window_extent()
+    assert legend_box.x0 >= axes_box.x1  # right of the plot, over no data
+    assert (
+        inside.axes[0].get_legend().get_window_extent().x1 <= inside.axes[0].get_window_extent().x1
+    )
+    assert outside.get_size_inches()[0] > inside.get_size_inches()[0]  # the plot keeps its width
+
+
 def test_text_heatmap_draws_one_character_per_weight_with_token_labels():
     w = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
     text = text_heatmap(w, tokens=["a", "b", "c"])

@@ -69,12 +69,15 @@ def plot_lines(
     markers: bool = True,
     reference: Mapping[str, Sequence[float]] | None = None,
     connect: bool = True,
+    legend_outside: bool = False,
 ) -> LabFigure:
     """One labelled line per entry of ``ys`` against ``x``: for measured curves
     (variance against d_head, time against T, ...). ``reference`` curves (a prediction,
     a fitted slope) are drawn dashed and grey, under the measurements; ``connect=False``
-    draws the measurements as dots only, so a reference line under them stays visible."""
-    fig = LabFigure(figsize=(7, 4.0), dpi=DPI)
+    draws the measurements as dots only, so a reference line under them stays visible.
+    ``legend_outside=True`` puts the legend right of the axes (a wider figure), for curves
+    that fill every corner of the plot."""
+    fig = LabFigure(figsize=(10, 4.0) if legend_outside else (7, 4.0), dpi=DPI)
     ax = fig.subplots()
     ax.set_facecolor("white")
     for label, values in (reference or {}).items():
@@ -95,6 +98,9 @@ def plot_lines(
     if logy:
         ax.set_yscale("log")
     _label_axes(ax, xlabel, ylabel, title)
-    ax.legend(fontsize=TICK_SIZE)
+    if legend_outside:
+        ax.legend(fontsize=TICK_SIZE, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    else:
+        ax.legend(fontsize=TICK_SIZE)
     fig.tight_layout()
     return fig
