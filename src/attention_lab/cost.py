@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 import torch
 
 from ._checks import check_float_tensor, check_positive
+from .device import cpu_threads
 from .i18n import error_text
 
 # --- counting ----------------------------------------------------------------------------
@@ -218,7 +219,7 @@ def interleaved_medians(
     """
     check_positive("repeats", repeats)
     check_positive("number", number)
-    with torch_threads(threads):
+    with cpu_threads(threads):
         for fn in fns.values():
             for _ in range(warmup):
                 fn()
@@ -230,22 +231,6 @@ def interleaved_medians(
                     fn()
                 samples[name].append((time.perf_counter() - start) * 1e3 / number)
     return {name: statistics.median(values) for name, values in samples.items()}
-
-
-@contextlib.contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """Run the body with ``torch.set_num_threads(threads)``, then restore the old count
-    (even after an exception). None changes nothing."""
-    if threads is None:
-        yield
-        return
-    threads = check_positive("threads", threads)
-    saved = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
 
 
 def matmul_gflops(n: int = 2048, repeats: int = 5) -> float:

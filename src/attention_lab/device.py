@@ -7,6 +7,8 @@ from contextlib import contextmanager
 
 import torch
 
+from ._checks import check_positive
+
 
 def pick_device() -> torch.device:
     """CUDA when present, else MPS when present, else CPU. The chapter runs on any of them."""
@@ -27,6 +29,7 @@ def cpu_threads(n: int | None) -> Iterator[None]:
     if n is None:
         yield
         return
+    n = check_positive("threads", n)  # a clear error, not torch's, for 0 or 2.5
     before = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
