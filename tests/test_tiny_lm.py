@@ -78,9 +78,11 @@ def test_tiny_lm_takes_a_config_or_its_fields():
     assert model.config == config
     assert model.attn.n_heads == 8 and model.attn.mask_kind == "sliding" and model.attn.window == 4
     assert TinyLM(n_heads=2).config == TinyLMConfig(n_heads=2)
-    # a config and fields together: still works, deprecated (one way to configure a TinyLM)
-    with pytest.warns(DeprecationWarning, match=r"TinyLM\(config.replace\(n_heads=2\)\)"):
-        assert TinyLM(config, n_heads=2).config == config.replace(n_heads=2)
+    # one way to configure a TinyLM: a config and fields together are refused, with the fix
+    with pytest.raises(TypeError, match=r"not both.*TinyLM\(config.replace\(n_heads=2\)\)"):
+        TinyLM(config, n_heads=2)
+    with pytest.raises(TypeError, match="no field 'n_head'.*n_heads"):
+        TinyLM(n_head=2)
 
 
 def test_tiny_lm_state_loads_into_a_model_with_another_mask_kind():

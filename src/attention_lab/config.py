@@ -10,7 +10,6 @@ before any tensor exists.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from dataclasses import dataclass
 
 from ._checks import as_size, check_dropout, check_heads, check_positive
@@ -81,47 +80,49 @@ class TinyLMConfig:
 
     @classmethod
     def of(cls, config: TinyLMConfig | None = None, **fields) -> TinyLMConfig:
-        """The config ``TinyLM(config, **fields)`` is built from: ``config`` itself, or
-        ``TinyLMConfig(**fields)`` (unknown field names fail as in ``replace``).
+        """The config ``TinyLM(config)`` or ``TinyLM(**fields)`` is built from: ``config``
+        itself, or ``TinyLMConfig(**fields)`` (unknown field names fail as in ``replace``).
 
-        Passing both is deprecated (nothing in the chapter does it): write
+        One or the other, not both: a changed copy of a config is
         ``TinyLM(config.replace(n_heads=2))``.
         """
-        if config is not None and not isinstance(config, cls):
+        if config is None:
+            _check_field_names(fields)
+            return cls(**fields)
+        if not isinstance(config, cls):
             raise TypeError(
                 error_text(
                     "TinyLM takes a TinyLMConfig (or keyword fields), got {type}; "
                     "use TinyLM(TinyLMConfig(...)) or TinyLM(n_heads=..., d_model=...)"
                 ).format(type=type(config).__name__)
             )
-        if config is None:
-            return cls().replace(**fields)
         if fields:
             changes = ", ".join(f"{k}={v!r}" for k, v in fields.items())
-            warnings.warn(
+            raise TypeError(
                 error_text(
-                    "TinyLM(config, {changes}) is deprecated: pass one config, "
-                    "TinyLM(config.replace({changes}))"
-                ).format(changes=changes),
-                DeprecationWarning,
-                stacklevel=3,
+                    "TinyLM takes one config or keyword fields, not both; "
+                    "for a changed copy write TinyLM(config.replace({changes}))"
+                ).format(changes=changes)
             )
-            return config.replace(**fields)
         return config
 
     def replace(self, **changes) -> TinyLMConfig:
         """A copy with some fields changed (checked again), e.g. ``config.replace(n_heads=8)``."""
-        unknown = sorted(set(changes) - set(FIELDS))
-        if unknown:
-            raise TypeError(
-                error_text("TinyLMConfig has no field {unknown}; its fields are {fields}").format(
-                    unknown=", ".join(map(repr, unknown)), fields=", ".join(FIELDS)
-                )
-            )
+        _check_field_names(changes)
         return dataclasses.replace(self, **changes)
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(TinyLMConfig))
+
+
+def _check_field_names(changes: dict) -> None:
+    unknown = sorted(set(changes) - set(FIELDS))
+    if unknown:
+        raise TypeError(
+            error_text("TinyLMConfig has no field {unknown}; its fields are {fields}").format(
+                unknown=", ".join(map(repr, unknown)), fields=", ".join(FIELDS)
+            )
+        )
 
 
 def _check_n_layers(n_layers) -> int:

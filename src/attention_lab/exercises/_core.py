@@ -18,7 +18,6 @@ from typing import Any
 import torch
 
 from ..i18n import _
-from ..masks import causal_mask
 from . import _record
 from ._summary import (  # noqa: F401 - re-exported: the lessons and tests import them from here
     _MARKS,
@@ -194,65 +193,6 @@ def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """The reference: add a float mask of -inf (a different formulation from masked_fill)."""
     minus_inf = torch.zeros(mask.shape, dtype=scores.dtype).masked_fill(mask, float("-inf"))
     return torch.softmax(scores + minus_inf, dim=-1)  # (..., T, T)
-
-
-def _diagnose_causal_weights(got: torch.Tensor, scores: torch.Tensor, what: str) -> None:
-    """Raise _Wrong with the most specific diagnosis of wrong causal attention weights."""
-    T = scores.shape[-1]
-    future = causal_mask(T)  # (T, T), True above the diagonal
-    past = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
-    w = got.detach().nan_to_num(0.0)
-    future_mass = w.masked_select(future.expand_as(w)).abs().max().item() if T > 1 else 0.0
-    past_mass = w.masked_select(past.expand_as(w)).abs().max().item() if T > 1 else 0.0
-    if future_mass > 1e-6 and past_mass < 1e-6:
-        raise _Wrong(
-            _("{what}: your mask blocks the past and lets the future through").format(what=what),
-            _(
-                "True means blocked, and the future is above the diagonal: "
-                "torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)"
-            ),
-        )
-    if torch.isnan(got).any():
-        raise _Wrong(
-            _("{what} have NaN in some rows: every key of those rows was blocked").format(
-                what=what
-            ),
-            _(
-                "block only the future, j > i, with torch.triu(..., diagonal=1); the diagonal "
-                "(a position looking at itself) must stay open"
-            ),
-        )
-    if _close(w, torch.softmax(scores.masked_fill(future, 0.0), dim=-1)):
-        raise _Wrong(
-            _(
-                "{what} give the future a weight of up to {mass:.2f}: the future scores "
-                "were set to 0, not to -inf"
-            ).format(what=what, mass=future_mass),
-            _(
-                "exp(0) = 1, so a zero score still gets weight; use "
-                "scores.masked_fill(mask, float('-inf'))"
-            ),
-        )
-    if _close(w, torch.softmax(scores, dim=-1)):
-        raise _Wrong(
-            _("{what} are a plain softmax: nothing was masked").format(what=what),
-            _("apply the causal mask before the softmax"),
-        )
-    if future_mass > 1e-6:
-        raise _Wrong(
-            _("{what} give the future a weight of up to {mass:.2f}; it must be exactly 0").format(
-                what=what, mass=future_mass
-            ),
-            _("every weight above the diagonal (key j > query i) must be 0"),
-        )
-    _require_rows_sum_to_one(
-        w,
-        what,
-        _(
-            "each row is a weighted average over keys: softmax over dim=-1, or divide each "
-            "row by its sum (keepdim=True)"
-        ),
-    )
 
 
 def _require_rows_sum_to_one(w: torch.Tensor, what: str, hint: str) -> None:
