@@ -1,4 +1,4 @@
-"""The text of notebook 10 and the character-level model trained on it (text.py, charlm.py)."""
+"""The text of notebook 11 and the character-level model trained on it (text.py, charlm.py)."""
 
 from __future__ import annotations
 
@@ -229,6 +229,8 @@ def test_the_model_refuses_bad_ids_with_a_fix():
         model(torch.zeros(1, 17, dtype=torch.long))
     with pytest.raises(ValueError, match=r"must lie in \[0, 62\)"):
         model(torch.full((1, 4), 62))
+    with pytest.raises(ValueError, match=r"from -1 to 3; .*cannot be negative"):
+        model(torch.tensor([[-1, 3]]))
     with pytest.raises(TypeError, match="CharLMConfig"):
         CharLM(None)
 
@@ -328,7 +330,7 @@ def test_a_window_of_one_sees_only_the_current_character():
 
 
 def test_trained_with_attention_the_model_beats_the_bigram_and_with_a_window_of_one_it_cannot():
-    """The control of notebook 10: the same model and training, attention that sees only the
+    """The control of notebook 11: the same model and training, attention that sees only the
     current character. Without attention it can learn at best a bigram table (plus position):
     it fails to beat the counted bigram, where the model with attention beats it clearly."""
     train_ids, val_ids = split(VOCAB.encode(TEXT))

@@ -1,6 +1,6 @@
 """The input checks of _checks.py: bad input gives a clear error that names the offending
 value and a fix, from every module that uses them (the attention modules, ``attention``,
-``TinyLM``, ``TinyLMConfig``, ``make_batch``).
+``TinyLM`` and ``CharLM`` (one token-id check), ``TinyLMConfig``, ``make_batch``).
 
 Each test pins the exception type, the value as the learner wrote it, and the words of
 the fix, so a message cannot quietly lose either half; some pin the whole message, word for
@@ -27,6 +27,7 @@ from attention_lab import (
     sliding_window_mask,
 )
 from attention_lab._checks import check_token_ids
+from attention_lab.charlm import CharLM, CharLMConfig
 
 MODULES = {
     "MultiHeadAttention": lambda d, h: MultiHeadAttention(d, h, 8),
@@ -178,7 +179,14 @@ def test_a_float_size_that_is_a_whole_number_is_told_the_int_to_use():
         CausalAttention(8, 8, context_length=12.0)
 
 
-# --- TinyLM's token ids (check_token_ids), word for word ---------------------------------
+# --- the token ids of both language models (one check_token_ids), word for word ------------
+
+LANGUAGE_MODELS = {  # vocab_size=64, context_length=12 for both, so the messages differ by name
+    "TinyLM": lambda: TinyLM().eval(),
+    "CharLM": lambda: CharLM(
+        CharLMConfig(vocab_size=64, context_length=12, d_model=32, n_heads=4, n_layers=1)
+    ).eval(),
+}
 
 
 @pytest.mark.parametrize(
@@ -187,25 +195,31 @@ def test_a_float_size_that_is_a_whole_number_is_told_the_int_to_use():
         (
             [[1, 2]],
             TypeError,
-            "TinyLM takes token ids as an int64 tensor (B, T), got list; convert whole-number "
-            "ids with idx.long() (TinyLM embeds the ids itself)",
+            "{m} takes token ids as an int64 tensor (B, T), got list; "
+            "make one with torch.tensor(ids)",
         ),
         (
             torch.rand(2, 5),
             TypeError,
-            "TinyLM takes token ids as an int64 tensor (B, T), got torch.float32; convert "
-            "whole-number ids with idx.long() (TinyLM embeds the ids itself)",
+            "{m} takes token ids as an int64 tensor (B, T), got torch.float32; convert "
+            "whole-number ids with idx.long() ({m} embeds the ids itself)",
         ),
         (
             torch.zeros(5, dtype=torch.long),
             ValueError,
-            "idx has shape (5,) (rank 1), but TinyLM takes (B, T) token ids; "
+            "idx has shape (5,) (rank 1), but {m} takes (B, T) token ids; "
             "add a batch dimension with idx.unsqueeze(0)",
         ),
         (
             torch.zeros(1, 2, 3, dtype=torch.long),
             ValueError,
-            "idx has shape (1, 2, 3) (rank 3), but TinyLM takes (B, T) token ids; reshape it",
+            "idx has shape (1, 2, 3) (rank 3), but {m} takes (B, T) token ids; reshape it",
+        ),
+        (
+            torch.zeros(1, 13, dtype=torch.long),
+            ValueError,
+            "idx has T=13 positions, more than context_length=12; feed the last ones, "
+            "idx[:, -12:], or build {m} with context_length>=13",
         ),
         (
             torch.tensor([[-1, 2]]),
@@ -217,18 +231,24 @@ def test_a_float_size_that_is_a_whole_number_is_told_the_int_to_use():
             torch.tensor([[64]]),  # one id, the first past the end
             ValueError,
             "token ids must lie in [0, 64) for vocab_size=64; got values from 64 to 64; "
-            "build TinyLM with vocab_size>=65",
+            "encode with the vocabulary {m} was built for, or build {m} with vocab_size>=65",
         ),
     ],
-    ids=["list", "float", "rank_1", "rank_3", "negative", "one_past_the_end"],
+    ids=["list", "float", "rank_1", "rank_3", "too_long", "negative", "one_past_the_end"],
 )
-def test_tiny_lm_refuses_bad_ids_in_one_whole_message(idx, exc, expected):
-    assert message(exc, lambda: TinyLM()(idx)) == expected
+@pytest.mark.parametrize("name", LANGUAGE_MODELS)
+def test_both_language_models_refuse_bad_ids_in_one_whole_message(name, idx, exc, expected):
+    model = LANGUAGE_MODELS[name]()
+    assert message(exc, lambda: model(idx)) == expected.format(m=name)
+    # the same rule, called directly: one check for both models
+    assert message(exc, lambda: check_token_ids(idx, 64, 12, name)) == expected.format(m=name)
 
 
-def test_tiny_lm_accepts_ids_from_0_to_vocab_size_minus_1_and_exactly_context_length_of_them():
-    model = TinyLM().eval()  # vocab_size=64, context_length=12
+@pytest.mark.parametrize("name", LANGUAGE_MODELS)
+def test_language_models_accept_int64_and_int32_ids_from_0_to_vocab_size_minus_1(name):
+    model = LANGUAGE_MODELS[name]()  # vocab_size=64, context_length=12
     assert model(torch.tensor([[0, 63]])).shape == (1, 2, 64)
+    assert model(torch.tensor([[0, 63]], dtype=torch.int32)).shape == (1, 2, 64)
     assert model(torch.zeros(1, 12, dtype=torch.long)).shape == (1, 12, 64)
     check_token_ids(torch.zeros(1, 0, dtype=torch.long), 64, 12)  # no ids: nothing to range-check
 

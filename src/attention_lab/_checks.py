@@ -199,52 +199,69 @@ def check_scores_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
         )
 
 
-def check_token_ids(idx: torch.Tensor, vocab_size: int, context_length: int) -> None:
-    """``TinyLM``'s input: int64 (or int32) ids (B, T), T <= context_length, each in the
-    vocabulary."""
-    if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
-        dtype = getattr(idx, "dtype", type(idx).__name__)
+def check_token_ids(
+    idx: torch.Tensor, vocab_size: int, context_length: int, model: str = "TinyLM"
+) -> None:
+    """The input of a language model (``TinyLM``, ``CharLM``): integer ids (B, T), int64 or
+    int32 (what ``nn.Embedding`` takes), with T <= ``context_length`` and every id in
+    [0, ``vocab_size``). ``model`` names the class in the messages.
+
+    The one place both models check their ids. Reading the ids' values needs them on the
+    host: a sync on a GPU, and a graph break under torch.compile. So the range check runs
+    in eager mode only; compiled code still fails on a bad id, with the embedding's own error.
+    """
+    if not isinstance(idx, torch.Tensor):
         raise TypeError(
             error_text(
-                "TinyLM takes token ids as an int64 tensor (B, T), got {dtype}; "
-                "convert whole-number ids with idx.long() (TinyLM embeds the ids itself)"
-            ).format(dtype=dtype)
+                "{model} takes token ids as an int64 tensor (B, T), got {type}; "
+                "make one with torch.tensor(ids)"
+            ).format(model=model, type=type(idx).__name__)
+        )
+    if idx.dtype not in (torch.int64, torch.int32):
+        raise TypeError(
+            error_text(
+                "{model} takes token ids as an int64 tensor (B, T), got {dtype}; "
+                "convert whole-number ids with idx.long() ({model} embeds the ids itself)"
+            ).format(model=model, dtype=idx.dtype)
         )
     if idx.dim() != 2:
         if idx.dim() == 1:
             message = error_text(
-                "idx has shape {shape} (rank {rank}), but TinyLM takes (B, T) "
+                "idx has shape {shape} (rank {rank}), but {model} takes (B, T) "
                 "token ids; add a batch dimension with idx.unsqueeze(0)"
             )
         else:
             message = error_text(
-                "idx has shape {shape} (rank {rank}), but TinyLM takes (B, T) token ids; reshape it"
+                "idx has shape {shape} (rank {rank}), but {model} takes (B, T) token ids; "
+                "reshape it"
             )
-        raise ValueError(message.format(shape=tuple(idx.shape), rank=idx.dim()))
+        raise ValueError(message.format(shape=tuple(idx.shape), rank=idx.dim(), model=model))
     T = idx.shape[1]
     if T > context_length:
         raise ValueError(
             error_text(
                 "idx has T={T} positions, more than context_length={context_length}; "
-                "build TinyLM with context_length>={T} or feed idx[:, -{context_length}:]"
-            ).format(T=T, context_length=context_length)
+                "feed the last ones, idx[:, -{context_length}:], or build {model} with "
+                "context_length>={T}"
+            ).format(T=T, context_length=context_length, model=model)
         )
-    # Reading the ids' values needs them on the host: a sync on a GPU, and a graph break
-    # under torch.compile. So the range check runs in eager mode only; compiled code
-    # still fails on a bad id, with the embedding's own error.
     if torch.compiler.is_compiling() or idx.numel() == 0:
         return
     low, high = int(idx.min()), int(idx.max())
-    if low < 0 or high >= vocab_size:
-        if low < 0:
-            message = error_text(
-                "token ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}; "
-                "got values from {low} to {high}; "
-                "ids are row numbers of the embedding table and cannot be negative"
-            )
-        else:
-            message = error_text(
-                "token ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}; "
-                "got values from {low} to {high}; build TinyLM with vocab_size>={needed}"
-            )
-        raise ValueError(message.format(vocab_size=vocab_size, low=low, high=high, needed=high + 1))
+    if 0 <= low and high < vocab_size:
+        return
+    if low < 0:
+        message = error_text(
+            "token ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}; "
+            "got values from {low} to {high}; "
+            "ids are row numbers of the embedding table and cannot be negative"
+        )
+    else:
+        message = error_text(
+            "token ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}; "
+            "got values from {low} to {high}; encode with the vocabulary {model} was built "
+            "for, or build {model} with vocab_size>={needed}"
+        )
+    raise ValueError(
+        message.format(vocab_size=vocab_size, low=low, high=high, needed=high + 1, model=model)
+    )

@@ -1,4 +1,4 @@
-"""A character-level language model on real text (notebook 10).
+"""A character-level language model on real text (notebook 11).
 
 The chapter's ``MultiHeadSelfAttention`` (causal) inside a full Transformer block:
 ``x = x + attn(ln1(x))``, then ``x = x + mlp(ln2(x))`` (pre-layer-norm, residual connections,
@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._checks import check_dropout, check_heads, check_positive
+from ._checks import check_dropout, check_heads, check_positive, check_token_ids
 from .device import cpu_threads
 from .fused import MultiHeadSelfAttention
 from .i18n import _, error_text
@@ -34,7 +34,7 @@ class CharLMConfig:
 
     ``window``: None (default) for causal attention over the whole context; k for a sliding
     window (notebook 04's mask), each position seeing itself and the k - 1 characters before
-    it. ``window=1`` is the control of notebook 10: attention that sees only the current
+    it. ``window=1`` is the control of notebook 11: attention that sees only the current
     character, so nothing reaches a position from any other.
     """
 
@@ -113,44 +113,13 @@ class CharLM(nn.Module):
 
     def forward(self, idx: torch.Tensor, return_weights: bool = False):
         """(B, T) ids -> (B, T, vocab) logits, and (B, L, H, T, T) weights if asked."""
-        self._check_ids(idx)
+        check_token_ids(idx, self.vocab_size, self.context_length, "CharLM")
         pos = torch.arange(idx.shape[1], device=idx.device)  # (T,)
         x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, D)
         if return_weights:
             x, weights = run_blocks(self.blocks, x, True)  # (B, T, D), (B, L, H, T, T)
             return self.lm_head(self.ln_f(x)), weights  # (B, T, vocab)
         return self.lm_head(self.ln_f(run_blocks(self.blocks, x)))  # (B, T, vocab)
-
-    def _check_ids(self, idx) -> None:
-        if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long:
-            got = getattr(idx, "dtype", type(idx).__name__)
-            raise TypeError(
-                error_text(
-                    "CharLM takes character ids as an int64 tensor (B, T), got {got}; "
-                    "make them with Vocab.encode(text) (and .long() for other integer dtypes)"
-                ).format(got=got)
-            )
-        if idx.dim() != 2:
-            raise ValueError(
-                error_text(
-                    "idx has shape {shape}, but CharLM takes (B, T) ids; "
-                    "add a batch dimension with idx.unsqueeze(0)"
-                ).format(shape=tuple(idx.shape))
-            )
-        if idx.shape[1] > self.context_length:
-            raise ValueError(
-                error_text(
-                    "idx has T={T} positions, more than context_length={context_length}; "
-                    "feed the last ones, idx[:, -{context_length}:]"
-                ).format(T=idx.shape[1], context_length=self.context_length)
-            )
-        if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab_size):
-            raise ValueError(
-                error_text(
-                    "ids must lie in [0, {vocab_size}) for vocab_size={vocab_size}, got "
-                    "{low}..{high}; encode with the Vocab the model was built for"
-                ).format(vocab_size=self.vocab_size, low=int(idx.min()), high=int(idx.max()))
-            )
 
     @torch.no_grad()
     def generate(
