@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import message, raises
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from attention_lab import (
     CausalAttention,
@@ -256,6 +257,39 @@ def test_language_models_accept_int64_and_int32_ids_from_0_to_vocab_size_minus_1
 def test_the_eager_range_check_still_names_a_bad_id():
     with pytest.raises(ValueError, match=r"\[0, 64\).*from 0 to 70.*vocab_size>=71"):
         TinyLM()(torch.tensor([[0, 70]]))
+
+
+class _ScalarReads(TorchDispatchMode):
+    """Counts item()-style reads of one value (int(t), bool(t), t.item(): each a host sync)."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += func is torch.ops.aten._local_scalar_dense.default
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("return_weights", [False, True], ids=["sdpa", "weights"])
+@pytest.mark.parametrize("name", LANGUAGE_MODELS)
+def test_a_forward_reads_values_to_the_host_once(name, return_weights, monkeypatch):
+    """The fast path's one host sync: the ids' min and max, read together by one tolist
+    (the old check read them with two int() calls, two syncs on a GPU)."""
+    model, tolist, lists = LANGUAGE_MODELS[name](), torch.Tensor.tolist, []
+
+    def counted_tolist(tensor):
+        lists.append(tensor.numel())
+        return tolist(tensor)
+
+    monkeypatch.setattr(torch.Tensor, "tolist", counted_tolist)
+    with _ScalarReads() as reads:
+        model(torch.randint(64, (2, 12)), return_weights=return_weights)
+    assert lists == [2] and reads.count == 0
+    # the control: the counter sees a read when there is one
+    with _ScalarReads() as reads:
+        int(torch.tensor(3).min())
+    assert reads.count == 1
 
 
 # --- the whole message, word for word -------------------------------------------------

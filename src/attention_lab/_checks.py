@@ -206,9 +206,17 @@ def check_token_ids(
     int32 (what ``nn.Embedding`` takes), with T <= ``context_length`` and every id in
     [0, ``vocab_size``). ``model`` names the class in the messages.
 
-    The one place both models check their ids. Reading the ids' values needs them on the
-    host: a sync on a GPU, and a graph break under torch.compile. So the range check runs
-    in eager mode only; compiled code still fails on a bad id, with the embedding's own error.
+    The one place both models check their ids, and the only check a forward runs on them.
+    Dtype, rank and T are read from the tensor's metadata: free. The range needs the ids'
+    values, and reading a value on the host is a sync with the device (on a GPU the Python
+    thread waits for every queued kernel). The check pays exactly one: one pass over the
+    ids (``torch.aminmax``) and one read of its two numbers (``tolist``), which are also
+    the numbers the message quotes. (Two ``int()`` reads would be two syncs; a fused
+    ``((idx < 0) | (idx >= V)).any()`` is one sync too, but three more kernels, and the
+    message would need another read.) A bad id on a GPU would otherwise end in a device-side
+    assert that leaves the CUDA context unusable: worth one sync. Under ``torch.compile``
+    the range check is skipped (the read would break the graph), and a bad id fails in the
+    embedding, with PyTorch's own error.
     """
     if not isinstance(idx, torch.Tensor):
         raise TypeError(
@@ -247,7 +255,7 @@ def check_token_ids(
         )
     if torch.compiler.is_compiling() or idx.numel() == 0:
         return
-    low, high = int(idx.min()), int(idx.max())
+    low, high = torch.stack(torch.aminmax(idx)).tolist()  # one pass, one read to the host
     if 0 <= low and high < vocab_size:
         return
     if low < 0:

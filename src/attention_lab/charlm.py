@@ -113,7 +113,7 @@ class CharLM(nn.Module):
 
     def forward(self, idx: torch.Tensor, return_weights: bool = False):
         """(B, T) ids -> (B, T, vocab) logits, and (B, L, H, T, T) weights if asked."""
-        check_token_ids(idx, self.vocab_size, self.context_length, "CharLM")
+        check_token_ids(idx, self.vocab_size, self.context_length, "CharLM")  # one host sync
         pos = torch.arange(idx.shape[1], device=idx.device)  # (T,)
         x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, D)
         if return_weights:

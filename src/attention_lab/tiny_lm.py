@@ -118,7 +118,7 @@ class TinyLM(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """(B, T) int64 ids -> (B, T, vocab) logits, and the weights if asked:
         (B, H, T, T) with one layer, (B, L, H, T, T) with L > 1."""
-        check_token_ids(idx, self.vocab_size, self.context_length, "TinyLM")
+        check_token_ids(idx, self.vocab_size, self.context_length, "TinyLM")  # one host sync
         x = self.tok_emb(idx)  # (B, T, D)
         if self.pos_emb is not None:
             x = x + self.pos_emb(torch.arange(idx.shape[1], device=idx.device))  # (B, T, D)
