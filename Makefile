@@ -1,10 +1,15 @@
 # Attention Lab. `make lab` opens the chapter; `make test` runs every test, notebooks included.
-# Both create .venv and install the pinned versions from constraints.txt on first use.
+# Both create .venv and install the pinned versions from constraints.txt on first use: `make lab`
+# what the chapter needs (the package and its lab extra), `make test` also the test tools.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Two installs, each remembered by a stamp file: LAB_STAMP for what a reader needs (.[lab], and
+# for the Chinese edition .[lab,zh]: JupyterLab's menus in Chinese), TEST_STAMP for everything
+# the tests and the maintainers' tools need (.[lab,test,zh,class]), a superset of both.
+LAB_STAMP  = $(VENV)/.installed-lab$(if $(LANG_EDITION),-$(LANG_EDITION))
+TEST_STAMP := $(VENV)/.installed-test
 PIP    := $(BIN)/python -m pip
 # Jupyter refuses to start as root unless told to (containers, some cloud machines).
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
@@ -22,8 +27,8 @@ LAB_DIR := notebooks$(if $(LANG_EDITION),/$(LANG_EDITION))
 LANG_ARGS := $(if $(LANG_EDITION),--LabApp.user_settings_dir=$(CURDIR)/share/jupyter/lab-$(LANG_EDITION))
 
 help:
-	@echo "make lab        set up .venv and open the chapter in JupyterLab"
-	@echo "make test       set up .venv and run ruff, the unit tests and nbval over every notebook"
+	@echo "make lab        set up .venv with what the chapter needs and open it in JupyterLab"
+	@echo "make test       add the test tools to .venv and run ruff, the unit tests and nbval"
 	@echo "make lock       rewrite constraints.txt from pyproject.toml (after changing a range there)"
 	@echo "make test-hub   the classroom hub's tests (root: creates and removes system users)"
 	@echo "make test-colab the explorer under Colab's ipywidgets 7.7.1 (a second venv, .venv-colab)"
@@ -53,11 +58,18 @@ $(TORCH_CHOICE): | $(BIN)/python
 	@rm -f $(VENV)/.torch-*
 	@touch $@
 
-$(STAMP): $(BIN)/python pyproject.toml constraints.txt $(TORCH_CHOICE)
+# Both stamps are made by one recipe with their own extras. The test install also holds all
+# that the lab installs do, so it touches their stamps too: `make lab` after `make test` starts
+# at once.
+$(VENV)/.installed-lab: EXTRAS := lab
+$(VENV)/.installed-lab-zh-CN: EXTRAS := lab,zh
+$(TEST_STAMP): EXTRAS := lab,test,zh,class
+$(VENV)/.installed-lab $(VENV)/.installed-lab-zh-CN $(TEST_STAMP): \
+		$(BIN)/python pyproject.toml constraints.txt $(TORCH_CHOICE)
 	$(BIN)/python tools/torch_index.py --torch $(TORCH) --constraints constraints.txt
-	$(PIP) install --quiet -c constraints.txt -e ".[lab,test,zh,class]"
+	$(PIP) install --quiet -c constraints.txt -e ".[$(EXTRAS)]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
-	@touch $(STAMP)
+	@touch $@ $(if $(filter $(TEST_STAMP),$@),$(VENV)/.installed-lab $(VENV)/.installed-lab-zh-CN)
 
 # `make lock` rewrites constraints.txt from pyproject.toml (every extra) and tools/lock.in (the
 # torch release, and what binder/ installs beside the package) with uv's universal resolver:
@@ -77,18 +89,18 @@ lock: $(BIN)/python
 	@if cmp -s $(VENV)/lock-new.txt constraints.txt; then echo "constraints.txt: already current"; \
 	else mv $(VENV)/lock-new.txt constraints.txt; git diff --stat -- constraints.txt 2>/dev/null || true; fi
 
-lab: $(STAMP)
+lab: $(LAB_STAMP)
 	@test -d $(LAB_DIR) || { echo "$(LAB_DIR) does not exist: run make translations"; exit 1; }
 	cd $(LAB_DIR) && $(CURDIR)/$(BIN)/jupyter lab 01_weighted_average.ipynb $(ROOT_ARGS) $(LANG_ARGS) $(LAB_ARGS)
 
 lab-zh:
 	$(MAKE) lab LANG_EDITION=zh-CN
 
-slides: $(STAMP)
+slides: $(LAB_STAMP)
 	cd notebooks && ../$(BIN)/jupyter lab 01_weighted_average.ipynb \
 	    --LabApp.app_settings_dir=$(CURDIR)/teaching/jupyterlab-settings $(ROOT_ARGS) $(LAB_ARGS)
 
-slides-html: $(STAMP)
+slides-html: $(TEST_STAMP)
 	$(BIN)/python tools/slides.py html
 	$(BIN)/python tools/summary_sheet.py --out build/teaching --pdf
 
@@ -97,7 +109,7 @@ slides-html: $(STAMP)
 # times they print are a quiet machine's, not ones taken while other notebooks compete for
 # the cores. `make test` creates no system user: the classroom hub's tests (marker hub) run
 # only under `make test-hub` (root; .ci/run calls it). Markers: [tool.pytest.ini_options].
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
 	$(BIN)/python -m ruff format --check src tests tools
 	$(BIN)/python -m pytest -m "not browser and not hub" -n $(JOBS) --dist loadfile tests notebooks $(PYTEST_NB)
@@ -105,30 +117,30 @@ test: $(STAMP)
 
 # The classroom JupyterHub for real (hub/README.md): a class of five, an intruder and the
 # red team's attacks. As root it creates system users (alab-*) and removes them afterwards.
-test-hub: $(STAMP)
+test-hub: $(TEST_STAMP)
 	$(BIN)/python -m pytest -m hub -s tests
 
-test-colab: $(STAMP)
+test-colab: $(TEST_STAMP)
 	PYTHON=$(PYTHON) bash tools/colab_widgets_check.sh
 
-unit: $(STAMP)
+unit: $(TEST_STAMP)
 	$(BIN)/python -m pytest -m "not browser" tests
 
-nbval: $(STAMP)
+nbval: $(TEST_STAMP)
 	$(BIN)/python -m pytest notebooks $(PYTEST_NB)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
 	$(BIN)/python -m ruff format --check src tests tools
 
-format: $(STAMP)
+format: $(TEST_STAMP)
 	$(BIN)/python -m ruff format src tests tools
 	$(BIN)/python -m ruff check --fix src tests tools notebooks
 
-demo: $(STAMP)
+demo: $(LAB_STAMP)
 	$(BIN)/python -m attention_lab demo
 
-bench: $(STAMP)
+bench: $(LAB_STAMP)
 	$(BIN)/python -m attention_lab bench
 	$(MAKE) bench-capacity
 
@@ -145,15 +157,15 @@ hub: hub-env
 
 # Memory and CPU of one student's server per notebook, and 1, 2, 4 students running 08 at
 # once, on a private hub (root only; skipped otherwise): teaching/README.md, "Running it for a class".
-bench-capacity: $(STAMP)
+bench-capacity: $(LAB_STAMP)
 	@if [ "$$(id -u)" = 0 ]; then HUB_VENV=$(HUB_VENV) $(BIN)/python -m attention_lab.bench.capacity; \
 	else echo "bench-capacity: skipped (needs root to create the students' system users)"; fi
 
-explore: $(STAMP)
+explore: $(LAB_STAMP)
 	JUPYTER_PATH=$(CURDIR)/share/jupyter $(BIN)/voila notebooks/explorer.ipynb \
 	    --Voila.ip=127.0.0.1 --template=attention-lab
 
-exercises: $(STAMP)
+exercises: $(TEST_STAMP)
 	$(BIN)/python tools/make_exercises.py
 
 # The exercises as an nbgrader assignment (teaching/grading.md): the source version made from
@@ -162,17 +174,17 @@ exercises: $(STAMP)
 # one, attention_lab_zh, from notebooks/zh-CN/exercises_solutions.ipynb, in the same course.
 COURSE ?= build/course
 ASSIGNMENT_NAME = $(if $(filter zh-CN,$(LANG_EDITION)),attention_lab_zh,attention_lab)
-assignment: $(STAMP)
+assignment: $(TEST_STAMP)
 	$(BIN)/python tools/make_assignment.py --course $(COURSE) --edition $(or $(LANG_EDITION),en)
 	cd $(COURSE) && PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment $(ASSIGNMENT_NAME) --force
 
-badges: $(STAMP)
+badges: $(TEST_STAMP)
 	$(BIN)/python tools/badges.py
 
-notebooks: $(STAMP)
+notebooks: $(TEST_STAMP)
 	$(BIN)/python tools/run_notebooks.py
 
-translations: $(STAMP)
+translations: $(TEST_STAMP)
 	$(BIN)/python tools/translations.py update
 	$(BIN)/python tools/translations.py build --run
 	$(BIN)/python tools/translations.py check

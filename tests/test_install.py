@@ -15,6 +15,7 @@ import hashlib
 import http.server
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -25,6 +26,11 @@ from pathlib import Path
 
 import pytest
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: pytest itself depends on tomli there
+    import tomli as tomllib
+
 # Import setuptools while this process is clean: after the throwaway-venv test below, a first
 # import of setuptools in the same process trips its distutils shim (an AssertionError that
 # broke tests/test_assignment.py, which imports nbgrader -> setuptools, when run after this file).
@@ -33,6 +39,7 @@ import setuptools  # noqa: E402, F401
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "torch_index.py"
 CONSTRAINTS = ROOT / "constraints.txt"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 _spec = importlib.util.spec_from_file_location("torch_index", SCRIPT)
 torch_index = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("torch_index", torch_index)
@@ -229,18 +236,54 @@ def test_both_paths_and_the_switch_for_real(tmp_path, index):
     assert torch_index.installed_torch(python) is None
 
 
-def test_make_runs_it_before_the_install_and_a_new_choice_reinstalls():
-    def dry(*args):
-        out = subprocess.run(
-            ["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, check=True
-        )
-        return out.stdout
+def dry(*args) -> str:
+    """What `make -n ARGS` would run (nothing is run; -B: as on a fresh machine)."""
+    out = subprocess.run(
+        ["make", "-n", *args], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return out.stdout
 
+
+STAMPS = [".venv/.installed-lab", ".venv/.installed-lab-zh-CN", ".venv/.installed-test"]
+
+
+@pytest.mark.parametrize("stamp", STAMPS)
+def test_make_runs_it_before_the_install_and_a_new_choice_reinstalls(stamp):
     for torch in ("cpu", "cuda", "default", "auto"):
-        lines = dry("-B", ".venv/.installed", f"TORCH={torch}").splitlines()
+        lines = dry("-B", stamp, f"TORCH={torch}").splitlines()
         step = [i for i, line in enumerate(lines) if "tools/torch_index.py" in line]
         pip_install = [i for i, line in enumerate(lines) if "pip install" in line]
         assert len(step) == 1 and f"--torch {torch} " in lines[step[0]] + " "
         assert pip_install and step[0] < pip_install[0]
     # a choice never made in this .venv is a new prerequisite of the install
-    assert "touch .venv/.torch-never-made" in dry(".venv/.installed", "TORCH=never-made")
+    assert "touch .venv/.torch-never-made" in dry(stamp, "TORCH=never-made")
+
+
+def installed_extras(*args) -> list[str]:
+    """The extras of every `pip install -e ".[...]"` that `make -n -B ARGS` would run."""
+    return re.findall(r'pip install .*-e "\.\[([^\]]*)\]"', dry("-B", *args))
+
+
+def test_make_lab_installs_only_what_the_chapter_needs_and_make_test_adds_the_test_tools():
+    # a reader's `make lab` on a fresh machine: the lab extra, no test or class tools
+    assert installed_extras("lab") == ["lab"]
+    assert installed_extras("slides") == installed_extras("explore") == ["lab"]
+    assert installed_extras("demo") == ["lab"]
+    # the Chinese edition adds JupyterLab's Chinese menus, and only them
+    assert installed_extras("lab-zh") == installed_extras("lab", "LANG_EDITION=zh-CN")
+    assert installed_extras("lab-zh") == ["lab,zh"]
+    # `make test` and the maintainers' tools: every extra the tests import from
+    everything = "lab,test,zh,class"
+    for target in ("test", "unit", "nbval", "lint", "translations", "exercises", "assignment"):
+        assert installed_extras(target) == [everything], target
+    extras = set(PYPROJECT["project"]["optional-dependencies"])
+    assert set(everything.split(",")) == extras - {"hub"}  # hub: the hub's own venv
+    # the test install holds both lab installs, so it marks them done too
+    touch = [line for line in dry("-B", ".venv/.installed-test").splitlines() if "touch" in line]
+    assert set(touch[-1].split()[1:]) == set(STAMPS)
+
+
+def test_the_lab_extra_holds_no_test_tool():
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=!~ \[]", r, maxsplit=1)[0].lower() for r in extras["lab"]}
+    assert names.isdisjoint({"pytest", "pytest-xdist", "nbval", "hypothesis", "ruff", "playwright"})
