@@ -15,6 +15,7 @@ from matplotlib.colors import to_hex
 from matplotlib.patches import Rectangle
 
 from attention_lab import _mpl_fast, diagrams
+from attention_lab.diagrams.roadmap import NOTEBOOKS
 from attention_lab.palette import BLOCKED_COLOR, HEAD_COLORS, head_color
 from attention_lab.plotting import LabFigure
 
@@ -570,7 +571,7 @@ def edge(patch) -> str:
     return to_hex(patch.get_edgecolor())
 
 
-@pytest.mark.parametrize("n", range(1, 11))
+@pytest.mark.parametrize("n", sorted(NOTEBOOKS))
 def test_the_roadmap_highlights_the_parts_of_the_notebook_asked_for(n):
     from attention_lab.diagrams.roadmap import HIGHLIGHT, PARTS
 
@@ -589,7 +590,9 @@ def test_the_roadmap_places_every_notebook_and_marks_what_the_tiny_model_leaves_
     fig = diagrams.roadmap()
     (ax,) = fig.axes
     gids = [p.get_gid() for p in ax.patches]
-    assert {f"notebook {n:02d}" for n in range(1, 11)} <= set(gids)
+    assert {f"notebook {n:02d}" for n in NOTEBOOKS} <= set(gids)
+    assert set(range(1, 10)) | {11} <= set(NOTEBOOKS) and max(NOTEBOOKS) == 11
+    assert NOTEBOOKS[11] == "real text: MLP, residuals, layer norm"
     by_gid = {p.get_gid(): p for p in ax.patches}
     for left_out in ("ln1", "ln2", "mlp", "residual 1", "residual 2", "ln_f"):
         assert by_gid[left_out].get_linestyle() == "--", left_out  # dashed: not in TinyLM
@@ -613,7 +616,7 @@ def test_the_roadmap_fits_a_laptop_and_refuses_a_notebook_it_does_not_know(path)
     w, h = fig.get_size_inches() * fig.dpi
     assert w <= 1280 and h <= 800
     assert texts_outside_their_box(fig) == []
-    with pytest.raises(ValueError, match="pass 1..10"):
-        diagrams.roadmap(highlight=11)
+    with pytest.raises(ValueError, match=r"pass one of 1, 2, .*, 9, .*11"):
+        diagrams.roadmap(highlight=12)
     with pytest.raises(ValueError, match="notebook number"):
         diagrams.roadmap(highlight="04")

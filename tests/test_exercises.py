@@ -491,7 +491,7 @@ def offset_weights_bool(T, k):
     return offset_weights(T, k).bool()
 
 
-# lesson 10
+# lesson 11
 
 
 def _mean_ablated(
@@ -838,8 +838,8 @@ def test_checkers_leave_the_global_random_state_alone(capsys):
     assert torch.equal(torch.get_rng_state(), before)
 
 
-def test_every_lesson_from_01_to_10_has_a_checked_exercise():
-    assert ex.LESSONS == ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10")
+def test_every_lesson_from_01_to_11_has_a_checked_exercise():
+    assert ex.LESSONS == ("01", "02", "03", "04", "05", "06", "07", "08", "09", "11")
     for lesson in ex.LESSONS:
         assert ex.EXERCISES.get(lesson), f"lesson {lesson} has no checker"
     placed = {(c.lesson, c.exercise) for c, _, _ in CASES}
@@ -849,14 +849,14 @@ def test_every_lesson_from_01_to_10_has_a_checked_exercise():
 def test_mean_ablated_loss_accepts_the_toolkit_and_leaves_its_model_as_it_was(capsys):
     """ablate_heads itself passes (a 0-d tensor counts as a number); the checker's model is
     the same after every check, so one check cannot spoil the next."""
-    from attention_lab.exercises import lesson10
+    from attention_lab.exercises import lesson11
 
     assert ex.check_mean_ablated_loss(mean_ablated_with_the_toolkit, record=False)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(1234)
-        first = lesson10._checker_model().state_dict()
+        first = lesson11._checker_model().state_dict()
         torch.manual_seed(1234)
-        second = lesson10._checker_model().state_dict()
+        second = lesson11._checker_model().state_dict()
     assert all(torch.equal(first[name], second[name]) for name in first)
     assert "✅ passed" in capsys.readouterr().out
 
@@ -865,15 +865,15 @@ def test_the_ablation_variants_differ_from_the_right_loss_by_more_than_the_toler
     """Each mistake the checker names moves the loss of its model by more than its tolerance,
     on the first case where it differs at all, so no wrong answer passes by rounding."""
     from attention_lab.charlm import evaluate_loss
-    from attention_lab.exercises import lesson10
+    from attention_lab.exercises import lesson11
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(1234)
-        model = lesson10._checker_model()
+        model = lesson11._checker_model()
         ids = torch.randint(0, 11, (8 * 16 + 1,))
         reference = torch.randint(0, 11, (24, 8))
     heads = [(0, 3), (1, 0)]
-    right = lesson10._variant_loss(model, ids, reference, heads)
+    right = lesson11._variant_loss(model, ids, reference, heads)
     from attention_lab.interventions import ablate_heads
 
     with ablate_heads(model, heads, how="mean", reference=reference):
@@ -887,8 +887,8 @@ def test_the_ablation_variants_differ_from_the_right_loss_by_more_than_the_toler
         dict(place="output"),
         dict(part="unscaled"),
     ):
-        gap = abs(lesson10._variant_loss(model, ids, reference, heads, **options) - right)
-        assert gap > 10 * lesson10._TOLERANCE, (options, gap)
+        gap = abs(lesson11._variant_loss(model, ids, reference, heads, **options) - right)
+        assert gap > 10 * lesson11._TOLERANCE, (options, gap)
 
 
 def test_each_checker_lives_in_the_module_of_its_lesson():
@@ -955,7 +955,7 @@ def test_summary_of_every_lesson_and_of_an_unknown_lesson_never_raises(capsys):
     everything = ex.summary(show=False)
     assert {lesson for lesson, _, _ in everything.rows} == set(ex.LESSONS)
     assert everything.passed == 0
-    for bad in ("11", "00", "x", None, 4.5, [4]):
+    for bad in ("12", "00", "x", None, 4.5, [4]):
         if bad is None:
             continue
         result = ex.summary(bad)

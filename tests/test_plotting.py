@@ -319,7 +319,7 @@ def test_ids_as_a_list_or_a_tensor_give_the_same_labels_and_labelled_ones_are_ke
     as_list = tick_texts(plot_heads(w, tokens=[47, 1, 47, 1]))[0]
     as_tensor = tick_texts(plot_heads(w, tokens=torch.tensor([47, 1, 47, 1])))[0]
     assert as_list == as_tensor == ["0:47", "1:1", "2:47", "3:1"]
-    kept = ["0:a", "1:b", "2:c", "3:d"]  # already position:token (the explorer, notebook 10)
+    kept = ["0:a", "1:b", "2:c", "3:d"]  # already position:token (the explorer, notebook 11)
     assert tick_texts(plot_heads(w, tokens=kept))[0] == kept
     assert tick_texts(plot_heads(w))[0] == ["0", "1", "2", "3"]  # no tokens: positions
     named = ["a=0", "b?", "a?", "3"]  # token_labels("lookup", ids) passed with task= too

@@ -483,7 +483,7 @@ ENGLISH_WORD_BUDGET = {
     "06_multi_head.ipynb": 10,  # PyTorch's own error for .view (6 words); the token 'the' (4)
     "07_fused_qkv.ipynb": 12,  # a library error's English first line (its Chinese follows)
     "09_lookup_and_heads.ipynb": 12,  # trigram letter triples (dab abc bcd), attn.out_proj names
-    "10_attention_on_real_text.ipynb": 116,  # the plays' text and the model's samples of it
+    "11_attention_on_real_text.ipynb": 116,  # the plays' text and the model's samples of it
 }
 
 

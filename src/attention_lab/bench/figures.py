@@ -51,7 +51,7 @@ def _cases() -> dict[str, Callable]:
         "head_rows fused (07)": lambda: diagrams.head_rows(32, 4, fused=True),
         "training_setup (08)": lambda: diagrams.training_setup(64, 16, 32, 4),
         "tiled_softmax (bonus)": lambda: diagrams.tiled_softmax(16, 4),
-        "roadmap (01-10)": lambda: diagrams.roadmap(highlight=4),
+        "roadmap (01-11)": lambda: diagrams.roadmap(highlight=4),
         "plot_heads, 4 heads (06, 08)": lambda: plot_heads(weights, causal=True),
         "plot_loss (08)": lambda: plot_loss([4.2, 3.0, 2.1, 1.2, 0.6], chance=4.16),
     }

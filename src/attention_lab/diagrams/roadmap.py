@@ -4,7 +4,7 @@
 causal self-attention -> + residual] -> [LayerNorm -> MLP -> + residual] -> more blocks ->
 LayerNorm -> linear -> softmax. The attention sublayer (the chapter's layer) is filled
 and framed; the parts the tiny model of notebooks 01-09 leaves out (layer norms, MLP,
-residual connections, which notebook 10's ``CharLM`` adds) are drawn dashed and say so.
+residual connections, which notebook 11's ``CharLM`` adds) are drawn dashed and say so.
 Beside the stack, the inside of the attention sublayer step by step: notebooks 01-07.
 """
 
@@ -22,27 +22,28 @@ __all__ = ["CHAPTER_FILL", "HIGHLIGHT", "LEFT_OUT", "NOTEBOOKS", "PARTS", "STEPS
 
 
 def roadmap(highlight: int | None = None) -> LabFigure:
-    """The chapter on one page: a GPT block drawn as a stack, each notebook 01-10 placed at
+    """The chapter on one page: a GPT block drawn as a stack, each notebook 01-11 placed at
     the part it builds, the attention sublayer (the chapter's layer) filled in blue, the
-    parts the tiny model of 01-09 leaves out (layer norm, MLP, residuals: notebook 10)
-    dashed. ``highlight=n`` (1..10) rings notebook n's tag and parts in magenta and says
-    "you are here". Patches carry gids: ``"attention"``, ``"mlp"``, ``"step 4"``, ...,
-    and the tags ``"notebook 04"``; highlighted parts have ``HIGHLIGHT`` as edge colour.
+    parts the tiny model of 01-09 leaves out (layer norm, MLP, residuals: notebook 11)
+    dashed. ``highlight=n`` (a key of ``NOTEBOOKS``) rings notebook n's tag and parts in
+    magenta and says "you are here". Patches carry gids: ``"attention"``, ``"mlp"``,
+    ``"step 4"``, ..., and the tags ``"notebook 04"``; highlighted parts have ``HIGHLIGHT`` as
+    edge colour.
 
     Example, at the top of notebook 04: ``roadmap(highlight=4)``
     """
     if highlight is not None:
         if isinstance(highlight, bool) or not isinstance(highlight, int):
             raise ValueError(
-                error_text("highlight={highlight} must be a notebook number 1..10 or None").format(
-                    highlight=repr(highlight)
-                )
+                error_text(
+                    "highlight={highlight} must be a notebook number (one of {numbers}) or None"
+                ).format(highlight=repr(highlight), numbers=", ".join(map(str, sorted(NOTEBOOKS))))
             )
         if highlight not in NOTEBOOKS:
             raise ValueError(
                 error_text(
-                    "highlight={highlight} is not a notebook of the chapter; pass 1..10"
-                ).format(highlight=highlight)
+                    "highlight={highlight} is not a notebook of the chapter; pass one of {numbers}"
+                ).format(highlight=highlight, numbers=", ".join(map(str, sorted(NOTEBOOKS))))
             )
     lit = set(PARTS.get(highlight, ()))
     width, height = 11.0, 7.2
@@ -156,8 +157,8 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     part("ln2", sx + 0.5, 3.03, sw - 1.0, 0.38, "LayerNorm", left_out=True)
     _arrow(ax, (cx, 3.01), (cx, 2.86), lw=1.2)
     part("mlp", sx + 0.5, 2.45, sw - 1.0, 0.4, "MLP: Linear → GELU → Linear", left_out=True)
-    for y in (5.05 + 0.19, 3.03 + 0.19, 2.45 + 0.2, 1.12 + 0.18):  # 10 adds these parts
-        _badge(ax, sx + sw - 0.45, y, 10, highlight)
+    for y in (5.05 + 0.19, 3.03 + 0.19, 2.45 + 0.2, 1.12 + 0.18):  # 11 adds these parts
+        _badge(ax, sx + sw - 0.45, y, 11, highlight)
     residual(2, 3.58, 2.2)
     _arrow(ax, (cx, 2.43), (cx, 2.37), lw=1.0)
     _arrow(ax, (cx, 2.03), (cx, 1.86), lw=1.2)
@@ -223,7 +224,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
             "08  trains the tiny model (TinyLM): embeddings, one attention layer,\n"
             "      linear, softmax -- no layer norm, no MLP, no residual\n"
             "09  the tiny model again: lookup by content, how many heads\n"
-            "10  real text (CharLM): adds layer norm, the MLP and the residuals"
+            "11  real text (CharLM): adds layer norm, the MLP and the residuals"
         ),
         fontsize=TICK_SIZE,
         va="top",
@@ -247,7 +248,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         ax,
         ix - 0.28,
         0.56,
-        _("dashed: left out of the tiny model (01-09), added in 10"),
+        _("dashed: left out of the tiny model (01-09), added in 11"),
         size=TICK_SIZE,
         ha="left",
     )

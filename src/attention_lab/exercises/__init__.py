@@ -1,5 +1,5 @@
-"""Checkers for the exercises of lessons 01-10 (notebooks/exercises.ipynb; solutions in
-exercises_solutions.ipynb), one module per lesson: ``lesson01`` ... ``lesson10``.
+"""Checkers for the exercises of lessons 01-11 (notebooks/exercises.ipynb; solutions in
+exercises_solutions.ipynb), one module per lesson: ``lesson01`` ... ``lesson11``.
 
 Each exercise asks for a function; its check cell hands that function to a checker::
 
@@ -32,7 +32,7 @@ The exercises, by lesson (exercise N.k is the k-th checker of lesson N):
 * 07: ``check_head_rows_from_fused``, ``check_weights_outnumber_params``
 * 08: ``check_lookback_distance``, ``check_repeat_batch``
 * 09: ``check_offset_share``, ``check_offset_weights``
-* 10: ``check_mean_ablated_loss``
+* 11: ``check_mean_ablated_loss``
 """
 
 from ._core import EXERCISES, LESSONS, RESULTS, Summary, Verdict, reset, summary
@@ -45,7 +45,7 @@ from .lesson06 import check_einsum_attention, check_head_as_causal, check_padded
 from .lesson07 import check_head_rows_from_fused, check_weights_outnumber_params
 from .lesson08 import check_lookback_distance, check_repeat_batch
 from .lesson09 import check_offset_share, check_offset_weights
-from .lesson10 import check_mean_ablated_loss
+from .lesson11 import check_mean_ablated_loss
 
 __all__ = [
     "EXERCISES",

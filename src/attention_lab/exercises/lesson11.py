@@ -1,4 +1,4 @@
-"""Lesson 10 · attention on real text (notebooks/10_attention_on_real_text.ipynb): the loss of a
+"""Lesson 11 · attention on real text (notebooks/11_attention_on_real_text.ipynb): the loss of a
 ``CharLM`` with chosen heads replaced by their mean output, written with forward hooks and
 checked against ``interventions.ablate_heads(..., how="mean")``.
 """
@@ -139,7 +139,7 @@ def _hooks_left(model: CharLM) -> int:
     )
 
 
-@checker("10", N_("return the validation loss as a float, and remove your hooks"))
+@checker("11", N_("return the validation loss as a float, and remove your hooks"))
 def check_mean_ablated_loss(fn) -> str:
     """``fn(model, ids, reference, heads) -> float``: ``evaluate_loss(model, ids)`` with each
     (layer, head) of ``heads`` handing out_proj its mean output over the ``reference`` windows
