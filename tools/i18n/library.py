@@ -39,6 +39,7 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
         "figures",
         (
             "diagrams/*",
+            "induction_plots.py",
             "plotting.py",
             "heatmaps.py",
             "heatmap_labels.py",

@@ -28,6 +28,9 @@ function                              what it shows                         note
                                       each head owns, drawn to scale
 ``training_setup``                    tokens -> embeddings -> attention ->  08         ``training``
                                       LM head -> next token
+``induction_circuit``                 a previous-token head writes the id   10         ``induction``
+                                      before j at j; a layer-1 query
+                                      matches it and copies the id at j
 ``tiled_softmax``                     the online softmax worked with        bonus      ``tiled``
                                       numbers: m, rescale, l, acc per tile
 ``online_softmax_steps``              those numbers, per tile, as dicts     bonus      ``tiled``
@@ -43,6 +46,7 @@ from ._draw import ARROW, EDGE, MAX_D, MAX_HEADS, NEUTRAL
 from .flow import qkv_flow, weighted_average
 from .head_rows import head_rows
 from .heads import draw_head_split, head_split, head_split_png
+from .induction import induction_circuit
 from .masks import causal_mask_grid, dropout_row, mask_before_vs_after
 from .roadmap import roadmap
 from .tiled import online_softmax_steps, tiled_softmax
@@ -60,6 +64,7 @@ __all__ = [
     "head_rows",
     "head_split",
     "head_split_png",
+    "induction_circuit",
     "mask_before_vs_after",
     "online_softmax_steps",
     "qkv_flow",

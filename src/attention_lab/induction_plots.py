@@ -1,0 +1,119 @@
+"""Two pictures of notebook 10 (induction heads) that the other helpers do not draw.
+
+* ``plot_runs``: training curves of several seeds per model, one colour per model, one
+  thin line per seed, with levels to compare against (a baseline, chance) and marked steps
+  (each seed's phase change).
+* ``outline_block``: a box around the same block of cells on every panel of a
+  ``plot_heads`` figure (the queries of the repeat and the keys of the first copy), with a
+  legend entry in the figure's top right corner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+
+from .canvas import LabFigure
+from .i18n import _, error_text
+from .lines import _label_axes, _line_colors
+from .palette import DPI, LABEL_SIZE, TICK_SIZE
+
+OUTLINE_COLOR = "#EE3377"  # Paul Tol's "vibrant" magenta: no head colour, no weight's blue
+LEVEL_STYLES = ("--", ":", "-.")  # the levels, grey, told apart by their dashes
+
+
+def plot_runs(
+    runs: Mapping[str, Sequence[Sequence[float]]],
+    ylabel: str,
+    *,
+    levels: Mapping[str, float] | None = None,
+    marks: Mapping[str, Sequence[int | None]] | None = None,
+    title: str = "",
+    xlabel: str | None = None,
+    logx: bool = False,
+    logy: bool = False,
+) -> LabFigure:
+    """Curves of several seeds per group against the optimiser step (1, 2, ...).
+
+    ``runs``: ``{label: [curve of seed 0, curve of seed 1, ...]}``, one value per step
+    (e.g. ``TrainHistory.step_accuracies``); curves may differ in length. Each group has
+    one colour and one legend entry; each seed is a thin line. ``levels``: ``{label: y}``
+    drawn as grey horizontal lines (dashed, dotted, ...). ``marks``: ``{label: [step or
+    None per seed]}``, a thin black vertical line at each step (None: the seed has none).
+    ``xlabel`` defaults to "optimiser step" (in the reader's language). The legend sits
+    right of the axes.
+    """
+    if not runs or any(not curves for curves in runs.values()):
+        raise ValueError(
+            error_text(
+                "runs must map each label to a list of curves, one per seed, got {runs}; "
+                "pass e.g. {{'2 layers': [history.step_accuracies]}}"
+            ).format(runs=repr(dict(runs))[:80])
+        )
+    fig = LabFigure(figsize=(10, 4.0), dpi=DPI)
+    ax = fig.subplots()
+    ax.set_facecolor("white")
+    handles = []
+    for (label, curves), colour in zip(runs.items(), _line_colors(len(runs))):
+        for curve in curves:
+            values = [float(v) for v in curve]
+            ax.plot(range(1, len(values) + 1), values, color=colour, lw=1.0, alpha=0.85)
+        handles.append(Line2D([], [], color=colour, lw=2.0, label=label))
+    for (label, level), style in zip((levels or {}).items(), LEVEL_STYLES * 4):
+        ax.axhline(level, ls=style, color="dimgrey", lw=1.4)
+        handles.append(Line2D([], [], ls=style, color="dimgrey", lw=1.4, label=label))
+    for label, steps in (marks or {}).items():
+        for step in steps:
+            if step is not None:
+                ax.axvline(step, color="black", lw=0.8, alpha=0.6)
+        handles.append(Line2D([], [], color="black", lw=0.8, alpha=0.6, label=label))
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    _label_axes(ax, _("optimiser step") if xlabel is None else xlabel, ylabel, title)
+    ax.legend(handles=handles, fontsize=TICK_SIZE, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def outline_block(fig, rows: range, cols: range, label: str):
+    """Outline the cells ``rows`` x ``cols`` (query positions x key positions) on every
+    heatmap panel of ``fig`` (a ``plot_heads`` figure) and add ``label`` to its legend.
+    Returns ``fig``."""
+    rows, cols = range(rows.start, rows.stop), range(cols.start, cols.stop)
+    panels = [ax for ax in fig.axes if ax.images and ax.get_visible()]
+    if not panels or not len(rows) or not len(cols):
+        raise ValueError(
+            error_text(
+                "outline_block needs a plot_heads figure and non-empty ranges of rows and "
+                "columns, got {n} heatmap panel(s), rows={rows}, cols={cols}"
+            ).format(n=len(panels), rows=rows, cols=cols)
+        )
+    for ax in panels:
+        ax.add_patch(
+            Rectangle(
+                (cols.start - 0.5, rows.start - 0.5),
+                len(cols),
+                len(rows),
+                facecolor="none",
+                edgecolor=OUTLINE_COLOR,
+                lw=2.0,
+                zorder=3,
+                gid="outlined block",
+            )
+        )
+    width, height = fig.get_size_inches()
+    fig.legend(  # top right, above the colour bar: the right margin is too narrow for it
+        handles=[Patch(facecolor="none", edgecolor=OUTLINE_COLOR, lw=2.0, label=label)],
+        loc="upper right",
+        bbox_to_anchor=(1 - 0.1 / width, 1 - 0.08 / height),
+        fontsize=LABEL_SIZE,
+        frameon=False,
+        handlelength=1.4,
+        handleheight=1.4,
+        borderaxespad=0.0,
+    )
+    return fig
