@@ -39,6 +39,7 @@ PREDICT_BASELINE = {
     "07_fused_qkv": 3,
     "08_training_copy_task": 4,  # split: its lookup, 4-or-8 and trigram predictions moved to 09;
     "09_lookup_and_heads": 3,  # 08 gained one (repeat without positions)
+    "10_induction_heads": 4,
     "11_attention_on_real_text": 3,
 }
 

@@ -43,6 +43,7 @@ def test_the_chapter_has_its_notebooks():
         "07_fused_qkv.ipynb",
         "08_training_copy_task.ipynb",
         "09_lookup_and_heads.ipynb",
+        "10_induction_heads.ipynb",
         "11_attention_on_real_text.ipynb",
     ]
     missing = [name for name in chapter if name not in names]
