@@ -223,3 +223,12 @@ def test_the_circuit_diagram_speaks_chinese(zh):
     assert any(CHINESE.search(s) for s in strings), strings
     assert english_words(strings) == [], strings
     assert any("归纳头" in s for s in strings)
+
+
+def test_the_pictures_come_from_the_package_too():
+    import attention_lab
+    from attention_lab import induction_plots
+
+    assert attention_lab.plot_runs is induction_plots.plot_runs
+    assert attention_lab.outline_block is induction_plots.outline_block
+    assert {"plot_runs", "outline_block"} <= set(attention_lab.__all__)

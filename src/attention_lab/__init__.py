@@ -10,6 +10,10 @@ The public API, in the order the chapter introduces it:
   ``train``, ``evaluate``
 * pictures: ``plot_heads``, ``plot_loss``, ``text_heatmap``, and the drawn diagrams in
   ``attention_lab.diagrams``
+* two layers (10): ``TinyLMConfig(n_layers=2)``, the ``"induction"`` task and its helpers in
+  ``attention_lab.induction`` (``copy_starts``, ``in_context_guess``, ``phase_change_step``,
+  ``split_lookup_batch``); ``plot_runs`` (curves of several seeds) and ``outline_block`` (a
+  box on heatmaps); ``diagrams.induction_circuit``
 * interventions (08-11): ``ablate_heads``, ``freeze_attention`` with ``even_weights`` or
   ``mean_weights``, ``retrain_readout``, ``source_shares``, ``attention_layers`` (the rest,
   such as the key rules, in ``attention_lab.interventions``)
@@ -58,9 +62,11 @@ _LAZY = {
     "HeadGrid": "headgrid",
     "head_color": "palette",
     "LabFigure": "plotting",
+    "outline_block": "induction_plots",
     "plot_heads": "plotting",
     "plot_lines": "plotting",
     "plot_loss": "plotting",
+    "plot_runs": "induction_plots",
     "text_heatmap": "plotting",
 }
 _SUBMODULES = (
@@ -118,10 +124,12 @@ __all__ = [
     "mean_weights",
     "merge_heads",
     "no_mask",
+    "outline_block",
     "pick_device",
     "plot_heads",
     "plot_lines",
     "plot_loss",
+    "plot_runs",
     "retrain_readout",
     "set_language",
     "sliding_window_mask",
