@@ -1,5 +1,5 @@
 """A bank of the wrong answers learners write for the skeletons of lessons 02, 05 and 06, and
-for the exercises that compare whole outputs (of lessons 02, 06, 09 and 10): each gets "not
+for the exercises that compare whole outputs (of lessons 02, 06, 09, 10 and 11): each gets "not
 yet", with the mistake named in the first line of the verdict; the right answers, written as a
 learner would, still pass.
 
@@ -22,6 +22,7 @@ from attention_lab.exercises import (
     check_mean_ablated_loss,
     check_offset_share,
     check_offset_weights,
+    check_prefix_match_score,
     modules,
 )
 from attention_lab.exercises._core import FAILED, PASSED
@@ -316,7 +317,8 @@ def einsum_keys_as_values(q, k, v, mask=None):
     return torch.einsum("bhqk,bhkd->bhqd", weights, k), weights
 
 
-# lessons 09 and 10: a share on a fixed offset, weights that take one, a head replaced by its mean
+# lessons 09 to 11: a share on a fixed offset, weights that take one, the prefix-matching score,
+# a head replaced by its mean
 
 
 def share_with_a_mask_over_every_query(weights, k):
@@ -336,6 +338,47 @@ def weights_rolled_along_the_keys(T, k):
 
 def weights_rolled_along_the_queries(T, k):
     return torch.eye(T).roll(k, dims=0)  # row i: key i - k, wrapped to the end for i < k
+
+
+def prefix_match_on_the_occurrence_itself(weights, ids):
+    """Weight on the earlier occurrences of the current token (ids[j] == ids[i]), j < i."""
+    T = ids.shape[1]
+    earlier = (ids[:, :, None] == ids[:, None, :]) & torch.ones(T, T).tril(-1).bool()
+    on_earlier = (weights * earlier[:, None]).sum(dim=-1)  # (B, H, T)
+    return on_earlier.transpose(0, 1)[:, earlier.any(dim=-1)].mean(dim=-1)
+
+
+def prefix_match_with_rolled_ids(weights, ids):
+    """ids[j - 1] from torch.roll: key 0 gets the row's last id as its previous token."""
+    T = ids.shape[1]
+    match = (ids.roll(1, dims=1)[:, None, :] == ids[:, :, None]) & torch.ones(T, T).tril().bool()
+    on_match = (weights * match[:, None]).sum(dim=-1)  # (B, H, T)
+    return on_match.transpose(0, 1)[:, match.any(dim=-1)].mean(dim=-1)
+
+
+def prefix_match_over_all_queries_in_a_loop(weights, ids):
+    """Every query counts, those with no earlier occurrence as 0."""
+    B, H, T, _ = weights.shape
+    total = torch.zeros(H)
+    for b in range(B):
+        for i in range(T):
+            for j in range(1, i + 1):
+                if ids[b, j - 1] == ids[b, i]:
+                    total += weights[b, :, i, j]
+    return total / (B * T)
+
+
+def prefix_match_with_j_below_i(weights, ids):
+    """for j in range(1, i): the query's own key is never counted."""
+    B, H, T, _ = weights.shape
+    total, n = torch.zeros(H), 0
+    for b in range(B):
+        for i in range(T):
+            keys = [j for j in range(1, i) if ids[b, j - 1] == ids[b, i]]
+            if keys:
+                total += weights[b, :, i, keys].sum(dim=-1)
+                n += 1
+    return total / n
 
 
 def loss_with_a_hook_on_the_attention_output(model, ids, reference, heads):
@@ -420,6 +463,10 @@ BANK = [
     (check_offset_share, share_read_above_the_diagonal, "you read key i + k"),
     (check_offset_weights, weights_rolled_along_the_keys, "the future, above the diagonal"),
     (check_offset_weights, weights_rolled_along_the_queries, "torch.roll wraps around"),
+    (check_prefix_match_score, prefix_match_on_the_occurrence_itself, "not on the tokens just"),
+    (check_prefix_match_score, prefix_match_with_rolled_ids, "torch.roll wrapped the last id"),
+    (check_prefix_match_score, prefix_match_over_all_queries_in_a_loop, "divided by all 48"),
+    (check_prefix_match_score, prefix_match_with_j_below_i, "you left out key j = i"),
     (check_mean_ablated_loss, loss_with_a_hook_on_the_attention_output, "out_proj's output"),
     (check_mean_ablated_loss, loss_with_zero_ablation, "set to zero, not to their mean"),
 ]

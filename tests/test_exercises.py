@@ -491,6 +491,114 @@ def offset_weights_bool(T, k):
     return offset_weights(T, k).bool()
 
 
+# lesson 10
+
+
+def _prefix_matches(ids, shift=1, *, diagonal=0, causal=True, rolled=False):
+    """(B, T, T), [b, i, j]: ids[b, j - shift] == ids[b, i], written as a learner would."""
+    T = ids.shape[1]
+    if rolled:
+        match = ids.roll(shift, dims=1)[:, None, :] == ids[:, :, None]
+    elif shift == 1:
+        same = ids[:, :, None] == ids[:, None, :-1]  # (B, T, T - 1)
+        match = torch.cat([torch.zeros_like(same[..., :1]), same], dim=-1)
+    elif shift == 0:
+        match = ids[:, :, None] == ids[:, None, :]
+    else:  # ids[j + 1]
+        same = ids[:, :, None] == ids[:, None, 1:]
+        match = torch.cat([same, torch.zeros_like(same[..., :1])], dim=-1)
+    if causal:
+        match = match & torch.ones(T, T, dtype=torch.bool).tril(diagonal)
+    return match
+
+
+def _mean_over_matching_queries(weights, match):
+    on_match = (weights * match[:, None]).sum(dim=-1)  # (B, H, T)
+    return on_match.transpose(0, 1)[:, match.any(dim=-1)].mean(dim=-1)  # (H,)
+
+
+def prefix_match_score(weights, ids):
+    return _mean_over_matching_queries(weights, _prefix_matches(ids))
+
+
+def prefix_match_score_loop(weights, ids):
+    B, H, T, _ = weights.shape
+    total, n = torch.zeros(H), 0
+    for b in range(B):
+        for i in range(T):
+            keys = [j for j in range(1, i + 1) if ids[b, j - 1] == ids[b, i]]
+            if keys:
+                total += weights[b, :, i, keys].sum(dim=-1)
+                n += 1
+    return total / n
+
+
+def prefix_match_on_the_occurrence(weights, ids):
+    return _mean_over_matching_queries(weights, _prefix_matches(ids, 0))
+
+
+def prefix_match_on_the_earlier_occurrence(weights, ids):
+    return _mean_over_matching_queries(weights, _prefix_matches(ids, 0, diagonal=-1))
+
+
+def prefix_match_before_the_occurrence(weights, ids):
+    return _mean_over_matching_queries(weights, _prefix_matches(ids, -1))
+
+
+def prefix_match_without_the_diagonal(weights, ids):
+    return _mean_over_matching_queries(weights, _prefix_matches(ids, diagonal=-1))
+
+
+def prefix_match_without_the_causal_limit(weights, ids):
+    return _mean_over_matching_queries(weights, _prefix_matches(ids, causal=False))
+
+
+def prefix_match_rolled(weights, ids):
+    return _mean_over_matching_queries(weights, _prefix_matches(ids, rolled=True))
+
+
+def prefix_match_over_every_query(weights, ids):
+    return (weights * _prefix_matches(ids)[:, None]).sum(dim=-1).mean(dim=(0, 2))
+
+
+def _prefix_match_per_row(weights, ids):
+    match = _prefix_matches(ids)
+    on_match = (weights * match[:, None]).sum(dim=-1)  # (B, H, T)
+    counted = match.any(dim=-1)[:, None].float()  # (B, 1, T)
+    return (on_match * counted).sum(dim=-1) / counted.sum(dim=-1)  # (B, H)
+
+
+def prefix_match_row_by_row(weights, ids):
+    return _prefix_match_per_row(weights, ids).mean(dim=0)
+
+
+def prefix_match_summed(weights, ids):
+    return (weights * _prefix_matches(ids)[:, None]).sum(dim=(0, 2, 3))
+
+
+def prefix_match_mean_over_keys(weights, ids):
+    match = _prefix_matches(ids)
+    n_keys = match.sum(dim=-1)  # (B, T)
+    on_match = (weights * match[:, None]).sum(dim=-1) / n_keys.clamp(min=1)[:, None]
+    return on_match.transpose(0, 1)[:, n_keys > 0].mean(dim=-1)
+
+
+def prefix_match_latest_only(weights, ids):
+    B, H, T, _ = weights.shape
+    total, n = torch.zeros(H), 0
+    for b in range(B):
+        for i in range(1, T):
+            earlier = [p for p in range(i) if ids[b, p] == ids[b, i]]
+            if earlier:
+                total += weights[b, :, i, earlier[-1] + 1]
+                n += 1
+    return total / n
+
+
+def prefix_match_heads_averaged(weights, ids):
+    return prefix_match_score(weights, ids).mean()
+
+
 # lesson 11
 
 
@@ -761,6 +869,25 @@ CASES = [
         ],
     ),
     (
+        ex.check_prefix_match_score,
+        prefix_match_score,
+        [
+            (prefix_match_on_the_occurrence, "not on the tokens just after them"),
+            (prefix_match_on_the_earlier_occurrence, "not on the tokens just after them"),
+            (prefix_match_before_the_occurrence, "ids[j + 1] == ids[i]"),
+            (prefix_match_without_the_diagonal, "you left out key j = i"),
+            (prefix_match_without_the_causal_limit, "lie in the future (j > i)"),
+            (prefix_match_rolled, "torch.roll wrapped the last id around"),
+            (prefix_match_over_every_query, "divided by all 48 (row, query) pairs"),
+            (prefix_match_row_by_row, "you averaged each row first"),
+            (prefix_match_summed, "sums over the queries, not means"),
+            (prefix_match_mean_over_keys, "averaged the weights of a query's matching keys"),
+            (prefix_match_latest_only, "only the key after the latest earlier occurrence"),
+            (prefix_match_heads_averaged, "the heads were averaged together"),
+            (_prefix_match_per_row, "shape (B, H)"),
+        ],
+    ),
+    (
         ex.check_mean_ablated_loss,
         mean_ablated_loss,
         [
@@ -839,7 +966,7 @@ def test_checkers_leave_the_global_random_state_alone(capsys):
 
 
 def test_every_lesson_from_01_to_11_has_a_checked_exercise():
-    assert ex.LESSONS == ("01", "02", "03", "04", "05", "06", "07", "08", "09", "11")
+    assert ex.LESSONS == ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11")
     for lesson in ex.LESSONS:
         assert ex.EXERCISES.get(lesson), f"lesson {lesson} has no checker"
     placed = {(c.lesson, c.exercise) for c, _, _ in CASES}
@@ -889,6 +1016,51 @@ def test_the_ablation_variants_differ_from_the_right_loss_by_more_than_the_toler
     ):
         gap = abs(lesson11._variant_loss(model, ids, reference, heads, **options) - right)
         assert gap > 10 * lesson11._TOLERANCE, (options, gap)
+
+
+def test_prefix_match_score_accepts_a_loop_over_rows_and_queries(capsys):
+    assert ex.check_prefix_match_score(prefix_match_score_loop, record=False)
+    assert "✅ passed" in capsys.readouterr().out
+
+
+def test_the_prefix_match_rule_counts_key_i_when_the_token_repeats_at_once():
+    """after_previous_occurrence allows j <= i: in "7 7", query 1's own key is the token just
+    after the earlier 7, so the checker names leaving it out as a mistake."""
+    from attention_lab.interventions import after_previous_occurrence
+
+    rule = after_previous_occurrence(torch.tensor([[7, 7, 3]]))  # (1, 3, 3)
+    assert rule[0].tolist() == [
+        [False, False, False],
+        [False, True, False],
+        [False, False, False],
+    ]
+
+
+def test_the_prefix_match_checkers_rules_are_the_librarys_and_its_mistakes_all_differ():
+    """The checker's own rule is after_previous_occurrence on every case; on the first case,
+    every mistake it names gives scores that differ from the right ones and from those of
+    every other named mistake by more than the tolerance, so each is told apart."""
+    from attention_lab.exercises import lesson10
+    from attention_lab.exercises._core import _close
+    from attention_lab.interventions import after_previous_occurrence, source_shares
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1234)
+        cases = [lesson10._case(number) for number in range(len(lesson10._CASES))]
+    for _weights, ids in cases:
+        rule = lesson10._keys_rule(ids)  # (B, T, T)
+        assert torch.equal(rule, after_previous_occurrence(ids))
+        counted = rule.any(dim=-1)  # (B, T): queries with a matching key
+        assert counted.any(dim=-1).all() and not counted.all(dim=-1).any()  # some, never all
+    weights, ids = cases[0]
+    want = source_shares(weights, keys=after_previous_occurrence(ids))
+    mistakes = lesson10._mistakes(weights, ids, "here")
+    assert len({message for _shares, message, _hint in mistakes}) == 10
+    for shares, message, _hint in mistakes:
+        assert not _close(shares, want, atol=1e-3), message
+        for other, other_message, _ in mistakes:
+            if other_message != message:
+                assert not _close(shares, other, atol=1e-3), (message, other_message)
 
 
 def test_each_checker_lives_in_the_module_of_its_lesson():

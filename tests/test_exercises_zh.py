@@ -103,7 +103,7 @@ def test_summary_is_chinese(zh, capsys):
             "  ⏳ sliding_mask  尚未尝试",
         ]
         assert str(ex.summary("12", show=False)) == (
-            "没有 '12' 这一课：请从 01, 02, 03, 04, 05, 06, 07, 08, 09, 11 中选一个"
+            "没有 '12' 这一课：请从 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11 中选一个"
         )
         for line in str(ex.summary(show=False)).splitlines():
             assert not english_words(line), line
@@ -180,7 +180,7 @@ def test_in_english_the_same_calls_print_what_they_always_printed(capsys):
             "  ✅ sliding_mask  passed\n"
         )
         assert str(ex.summary("12", show=False)) == (
-            "no lesson '12': use one of 01, 02, 03, 04, 05, 06, 07, 08, 09, 11"
+            "no lesson '12': use one of 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11"
         )
     finally:
         ex.reset()

@@ -32,6 +32,7 @@ The exercises, by lesson (exercise N.k is the k-th checker of lesson N):
 * 07: ``check_head_rows_from_fused``, ``check_weights_outnumber_params``
 * 08: ``check_lookback_distance``, ``check_repeat_batch``
 * 09: ``check_offset_share``, ``check_offset_weights``
+* 10: ``check_prefix_match_score``
 * 11: ``check_mean_ablated_loss``
 """
 
@@ -45,6 +46,7 @@ from .lesson06 import check_einsum_attention, check_head_as_causal, check_padded
 from .lesson07 import check_head_rows_from_fused, check_weights_outnumber_params
 from .lesson08 import check_lookback_distance, check_repeat_batch
 from .lesson09 import check_offset_share, check_offset_weights
+from .lesson10 import check_prefix_match_score
 from .lesson11 import check_mean_ablated_loss
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "check_offset_share",
     "check_offset_weights",
     "check_padded_causal_mask",
+    "check_prefix_match_score",
     "check_projected_score_variance",
     "check_repeat_batch",
     "check_score_variances",
