@@ -6,6 +6,7 @@ The tasks' rows: test_tasks.py; the model: test_tiny_lm.py.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import pytest
@@ -245,6 +246,32 @@ def test_train_tiny_lm_with_no_argument_trains_the_tables_setting():
     _, history = train_tiny_lm("trigram", n_heads=2, n_rows=64, progress=False)
     assert len(history.epoch_losses) == tasks.TASK_SETTINGS["trigram"]["epochs"]
     assert len(history.step_losses) == 3 * 2  # 64 rows in batches of 32, 3 epochs
+
+
+def test_every_row_of_the_table_holds_every_train_option():
+    for task, row in tasks.TASK_SETTINGS.items():
+        assert set(tasks.TRAIN_OPTIONS) <= set(row), task
+        assert all(row[k] > 0 for k in tasks.TRAIN_OPTIONS), task
+
+
+def test_train_has_no_defaults_of_its_own_it_reads_the_tasks_row(monkeypatch):
+    signature = inspect.signature(train)
+    assert all(signature.parameters[k].default is None for k in tasks.TRAIN_OPTIONS)
+    # the copy row: 3 epochs in batches of 32, so 64 rows are 2 steps per epoch
+    history = train(TinyLM(), "copy", n_rows=64, progress=False)
+    assert len(history.epoch_losses) == 3 and len(history.step_losses) == 6
+    # the induction row: 1 epoch in batches of 64
+    model = TinyLM(vocab_size=32, context_length=24, n_layers=2)
+    history = train(model, "induction", n_rows=128, progress=False)
+    assert len(history.epoch_losses) == 1 and len(history.step_losses) == 2
+    # the learning rate too: with the row's lr set to 0 nothing moves
+    monkeypatch.setitem(tasks.TASK_SETTINGS["copy"], "lr", 0.0)
+    model = TinyLM()
+    before = [p.detach().clone() for p in model.parameters()]
+    train(model, "copy", epochs=1, n_rows=64, progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    train(model, "copy", epochs=1, n_rows=64, lr=1e-2, progress=False)  # a keyword wins
+    assert not all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
 
 def test_train_tiny_lm_reproduces_the_notebooks_model_of_each_task(previous_run):

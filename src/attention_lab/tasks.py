@@ -29,8 +29,12 @@ Each task says what a model must do to solve it:
 Token ids of ``"lookup"``: values 0..5, queries 6..11 (``a?``..``f?``), pairs 12..47;
 of ``"trigram"``: letters 0..3, trigrams 4..67. ``token_labels`` names them.
 
-``MULTI_LAYER_TASKS``, not offered by the one-layer demo and explorer: ``"induction"`` (two
-layers; a segment repeated at a random distance: induction.py says what is scored).
+``MULTI_LAYER_TASKS``, not offered by the one-layer demo: ``"induction"`` (two layers; a
+segment repeated at a random distance: induction.py says what is scored). The explorer
+offers it with two layers and a layer selector.
+
+``TASK_SETTINGS`` is the one table of training settings: the chapter's setting of each task,
+and what the explorer changes (each row's "explorer" entry).
 """
 
 from __future__ import annotations
@@ -64,15 +68,31 @@ MIN_VOCAB = {
     "induction": INDUCTION_SEGMENT + 1,  # 8 distinct segment ids and one other id around them
 }
 
-# One table of the setting each task is trained with in notebook 08: TinyLMConfig fields
-# and ``train`` options. ``train_tiny_lm(task)`` trains exactly this; keywords change it.
+# The one table of training settings. A task's row is the setting the chapter trains it
+# with (notebooks 08-10): TinyLMConfig fields and ``train`` options. ``train_tiny_lm(task)``
+# trains exactly this, and ``train(model, task)`` takes every option left out from it (train
+# has no defaults of its own). The row's "explorer" entry lists what the explorer's trained
+# mode changes (``explorer_model.explorer_settings``): longer inputs and a smaller budget,
+# so a new setting trains while the reader waits; a task without one is not offered there.
+_ONE_LAYER = {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048}
+_TRAIN = {"batch_size": 32, "lr": 1e-2}
+# the explorer: 16 tokens, 64 Adam steps (2 epochs of 1024 rows): 99.9 % or more held out on
+# copy, previous and repeat at n_heads = 4, d_model = 32; small widths visibly learn slower
+_EXPLORER = {"context_length": 16, "epochs": 2, "n_rows": 1024}
 TASK_SETTINGS = {
-    "copy": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
-    "previous": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
-    "repeat": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
-    "lookup": {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048},
-    "trigram": {"vocab_size": 68, "context_length": 12, "epochs": 3, "n_rows": 2048},
-    # 250 steps: 2 layers jump at step 125-200, 0.96-0.99 at 250 (seeds 0-4); 1 layer <= 0.17
+    "copy": {**_ONE_LAYER, **_TRAIN, "explorer": {**_EXPLORER}},
+    "previous": {**_ONE_LAYER, **_TRAIN, "explorer": {**_EXPLORER}},
+    "repeat": {**_ONE_LAYER, **_TRAIN, "explorer": {**_EXPLORER}},
+    # lookup learns later: in the explorer 92 % of held-out queries after 64 steps and 100 %
+    # after 128 (n_heads = 4, d_model = 32), so it trains 4 epochs there
+    "lookup": {**_ONE_LAYER, **_TRAIN, "explorer": {**_EXPLORER, "epochs": 4}},
+    # not in the explorer: its 64 trigram ids need vocab_size 68, the explorer's models have 64
+    "trigram": {**_ONE_LAYER, "vocab_size": 68, **_TRAIN},
+    # 250 steps: 2 layers jump at step 125-200, 0.96-0.99 at 250 (seeds 0-4); 1 layer <= 0.17.
+    # The explorer trains 24 tokens at lr 1e-2 (still 250 steps). At T = 32 and lr 3e-3 its
+    # default n_heads = 4, d_model = 32 stays at 0.08 after 250 steps (0.94 after 500, 4-5 s
+    # on one thread); at T = 24 and lr 1e-2 it reaches 0.99 in 1.5 s, and every width >= 24
+    # 0.87-0.99 in 0.7-3.5 s (seed 0; d_model <= 12 stays near chance, as a lesson in width)
     "induction": {
         "vocab_size": 32,
         "context_length": 32,
@@ -83,8 +103,19 @@ TASK_SETTINGS = {
         "n_rows": 16_000,
         "batch_size": 64,
         "lr": 3e-3,
+        "explorer": {"context_length": 24, "lr": 1e-2},
     },
 }
+TRAIN_OPTIONS = ("epochs", "n_rows", "batch_size", "lr")  # the ``train`` options of a row
+
+
+def task_settings(task: str) -> dict:
+    """The chapter's setting of ``task`` as one flat dict of TinyLMConfig fields and ``train``
+    options: its row of ``TASK_SETTINGS`` without the "explorer" entry (the explorer applies
+    that one itself: ``explorer_model.explorer_settings``)."""
+    row = dict(TASK_SETTINGS[check_task(task)])
+    row.pop("explorer", None)
+    return row
 
 
 # What a task is called where it is shown (progress bars, the demo): "copy task" in English.

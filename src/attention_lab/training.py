@@ -13,7 +13,7 @@ from ._checks import check_positive
 from .config import FIELDS, TinyLMConfig
 from .device import cpu_threads
 from .i18n import error_text
-from .tasks import IGNORE_INDEX, TASK_SETTINGS, check_task, make_batch, rows_in, task_name
+from .tasks import IGNORE_INDEX, make_batch, rows_in, task_name, task_settings
 from .tiny_lm import TinyLM
 
 EVAL_ROWS, EVAL_SEED = 512, 1234  # the evaluation batch every training run reports on
@@ -102,19 +102,23 @@ def _evaluate_rows(model: TinyLM, x: torch.Tensor, y: torch.Tensor) -> tuple[flo
 def train(
     model: TinyLM,
     task: str = "copy",
-    epochs: int = 3,
-    n_rows: int = 2048,
-    batch_size: int = 32,
-    lr: float = 1e-2,
+    epochs: int | None = None,
+    n_rows: int | None = None,
+    batch_size: int | None = None,
+    lr: float | None = None,
     seed: int = 0,
     progress: bool = True,
     threads: int | None = 1,
 ) -> TrainHistory:
     """Train ``model`` in place with Adam on ``n_rows`` rows of ``task`` for ``epochs`` passes.
 
-    The defaults are the chapter's setting (with ``TinyLM()``'s defaults: n_heads=4,
-    d_model=32, T=12, vocab 64): the loss falls from about ln 64 = 4.16 to below 0.01.
-    The data and its order come from ``seed``; seed the model's initialisation yourself.
+    An option left out (None) is the task's own, from its row of ``tasks.TASK_SETTINGS``, the
+    one table of training settings (``train`` has no defaults of its own): for copy,
+    previous, repeat, lookup and trigram 3 epochs of 2048 rows in batches of 32 at lr 1e-2
+    (with ``TinyLM()``'s defaults, n_heads=4, d_model=32, T=12, vocab 64, the copy loss falls
+    from about ln 64 = 4.16 to below 0.01); for induction one epoch of 16,000 rows in batches
+    of 64 at lr 3e-3. The data and its order come from ``seed``; seed the model's
+    initialisation yourself.
 
     The losses before and after are measured on one evaluation batch (512 rows, seed 1234)
     from which every row of the training set has been removed -- a real held-out set --
@@ -125,11 +129,14 @@ def train(
     ``None`` leaves it alone). A model this small trains fastest on one: with the other
     core busy, this setting took 1.3 s on one thread and 9.9 s on two.
     """
+    given = {"epochs": epochs, "n_rows": n_rows, "batch_size": batch_size, "lr": lr}
+    row = task_settings(task)
+    options = {k: row[k] if v is None else v for k, v in given.items()}
     with cpu_threads(threads):
-        return _train(model, task, epochs, n_rows, batch_size, lr, seed, progress)
+        return _train(model, task, seed=seed, progress=progress, **options)
 
 
-def _train(model, task, epochs, n_rows, batch_size, lr, seed, progress) -> TrainHistory:
+def _train(model, task, *, epochs, n_rows, batch_size, lr, seed, progress) -> TrainHistory:
     for name, value in (("epochs", epochs), ("n_rows", n_rows), ("batch_size", batch_size)):
         check_positive(name, value)
     from tqdm.auto import tqdm  # imported here: it pulls in IPython and ipywidgets
@@ -181,14 +188,14 @@ def train_tiny_lm(
 ) -> tuple[TinyLM, TrainHistory]:
     """Seed, build a ``TinyLM`` and ``train`` it on ``task``: one call per notebook result.
 
-    With no other argument it trains the setting notebook 08 uses for that task
-    (``tasks.TASK_SETTINGS[task]``: vocabulary, context length, epochs, rows; the other
-    sizes are ``TinyLMConfig``'s defaults). Keywords change it: those that name a
+    With no other argument it trains the chapter's setting of that task (its row of
+    ``tasks.TASK_SETTINGS``: vocabulary, context length, epochs, rows, batch size, lr; the
+    other sizes are ``TinyLMConfig``'s defaults). Keywords change it: those that name a
     ``TinyLMConfig`` field (``n_heads=1``, ``positions=False``) change the model, the
     others (``epochs``, ``n_rows``, ``progress``, ...) go to ``train``. A ``config``
     replaces the table's model fields (the table's training options still apply).
     """
-    settings = dict(TASK_SETTINGS[check_task(task)])
+    settings = task_settings(task)
     table_fields = {k: settings.pop(k) for k in list(settings) if k in FIELDS}
     fields = {k: kwargs.pop(k) for k in list(kwargs) if k in FIELDS}
     if config is None:
