@@ -9,8 +9,9 @@ In both, Debian's Chromium (driven by Playwright) checks that the heatmap image 
 natural aspect ratio, that nothing overflows to the right, that moving n_heads 4 -> 8
 redraws the picture, and measures the time from a slider change to the new image in the
 page over a dozen changes (printed: run pytest with -s to see it; the Voila p90 must stay
-within 300 ms). In Voila also: the n_heads slider is on the first screen, and every link
-of the app answers 200.
+within 300 ms). In Voila also: the n_heads slider is on the first screen, every link
+of the app answers 200, and the induction task trains, shows its layer toggle and redraws
+for layer 1 (screenshots voila-induction-*.png).
 
 Skipped with a reason when Chromium or Playwright is missing -- unless the environment sets
 ATTENTION_LAB_REQUIRE_BROWSER=1 (CI does, in .ci/run): then a missing browser is a failure.
@@ -196,6 +197,60 @@ def _four_to_eight(page, root: str, where: str) -> None:
     _move_n_heads(page, root, "ArrowLeft", 4)
 
 
+def _wait_for_status(page, root: str, words: str, timeout=CHANGE_TIMEOUT_MS) -> None:
+    page.wait_for_function(
+        """([root, words]) => document.querySelector(root + ' .attention-lab-status')
+            .innerText.includes(words)""",
+        arg=[root, words],
+        timeout=timeout,
+    )
+
+
+def _induction_layers(page, root: str, where: str) -> None:
+    """Choose the induction task, trained: the layer toggle appears, layer 1 redraws the
+    picture; screenshots at both sizes. Then back to the previous task, untrained."""
+    layer_row = page.locator(f"{root} .attention-lab-layer")
+    assert not layer_row.is_visible(), f"{where}: a one-layer task shows the layer toggle"
+    page.locator(f"{root} .attention-lab-task").get_by_role("button", name="induction").click()
+    _wait_for_status(page, root, "layer 0 of 2")
+    assert layer_row.is_visible(), f"{where}: the induction task hides the layer toggle"
+    trained = page.locator(f"{root} .attention-lab-trained")
+    trained.get_by_role("button", name="trained", exact=True).click()
+    page.wait_for_function(  # a few seconds of training, then its read-out
+        """root => document.querySelector(root + ' .attention-lab-metrics')
+            .innerText.includes('trained on induction')""",
+        arg=root,
+        timeout=CHANGE_TIMEOUT_MS,
+    )
+    image = page.locator(f"{root} img.attention-lab-heatmap")
+    before = _image_digest(image)
+    layer_row.get_by_role("button", name="layer 1").click()
+    _wait_for_status(page, root, "layer 1 of 2")
+    page.wait_for_function(
+        "([root, old]) => document.querySelector(root + ' img.attention-lab-heatmap').src !== old",
+        arg=[root, before[0]],
+        timeout=CHANGE_TIMEOUT_MS,
+    )
+    assert _image_digest(image) != before, f"{where}: layer 1 drew the same picture"
+    assert page.locator(f"{root} .attention-lab-message").inner_text().strip() == ""
+    for width, height in SIZES:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(300)
+        _check_layout(page, root, f"{where} induction {width}x{height}")
+        page.screenshot(path=str(ARTIFACTS / f"voila-induction-{width}x{height}.png"))
+    page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
+    page.locator(f"{root} .attention-lab-task").get_by_role("button", name="previous").click()
+    trained.get_by_role("button", name="untrained").click()
+    _wait_for_status(page, root, "4 heads · d_head = 8")
+    page.wait_for_function(
+        """root => !document.querySelector(root + ' .attention-lab-status')
+            .innerText.includes('layer')""",
+        arg=root,
+        timeout=CHANGE_TIMEOUT_MS,
+    )
+    assert not layer_row.is_visible(), f"{where}: the layer toggle stayed after induction"
+
+
 def test_the_explorer_app_in_voila(chromium, voila_url):
     browser = chromium
     ARTIFACTS.mkdir(exist_ok=True)
@@ -252,6 +307,7 @@ def test_the_explorer_app_in_voila(chromium, voila_url):
         _four_to_eight(page, root, "Voila")
         times = _time_changes(page, root, "Voila 1280x800")
         page.screenshot(path=str(ARTIFACTS / "voila-1280x800-after.png"), full_page=True)
+        _induction_layers(page, root, "Voila")
 
         # the presenter view: bigger text, the picture as wide as the window
         page.set_viewport_size({"width": SIZES[1][0], "height": SIZES[1][1]})

@@ -48,6 +48,7 @@ ALLOWED = {
     "previous",
     "repeat",
     "lookup",
+    "induction",
     "causal",
 }  # the tasks and masks as the code names them (the task buttons show the code names)
 

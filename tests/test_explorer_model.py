@@ -22,20 +22,32 @@ from attention_lab.explorer_model import (
     VOCAB_SIZE,
     ModelCache,
     check_explorer_task,
+    check_layer,
     check_sizes,
     d_model_choices,
     example_sequence,
+    explorer_settings,
     head_weights,
     model_config,
     parse_sequence,
     placeholder,
     position_labels,
+    task_context_length,
+    task_n_layers,
+    task_vocab_size,
     train_setting,
     train_settings,
+    train_steps,
     untrained_model,
 )
 from attention_lab.explorer_picture import RENDER_DPI, css_width
-from attention_lab.explorer_text import error_html, metrics_html, status_html, suptitle
+from attention_lab.explorer_text import (
+    error_html,
+    metrics_html,
+    status_html,
+    suptitle,
+    training_html,
+)
 from attention_lab.masks import build_mask
 from attention_lab.plotting import png_bytes
 
@@ -53,9 +65,12 @@ def test_the_explorer_model_text_picture_and_kernel_modules_load_without_ipywidg
 # -- what is offered ----------------------------------------------------------------------
 
 
-def test_the_tasks_offered_are_those_whose_ids_fit_the_vocabulary():
-    fits = tuple(t for t in tasks.TASKS if tasks.MIN_VOCAB[t] <= VOCAB_SIZE)
-    assert TASK_CHOICES == fits == ("copy", "previous", "repeat", "lookup")
+def test_the_tasks_offered_are_those_with_an_explorer_entry_in_the_table():
+    listed = tuple(t for t, row in tasks.TASK_SETTINGS.items() if "explorer" in row)
+    assert TASK_CHOICES == listed == ("copy", "previous", "repeat", "lookup", "induction")
+    # every one-layer task offered fits the explorer's vocabulary; trigram's ids do not
+    assert all(tasks.MIN_VOCAB[t] <= VOCAB_SIZE for t in tasks.TASKS if t in TASK_CHOICES)
+    assert tasks.MIN_VOCAB["trigram"] > VOCAB_SIZE
     assert set(TASK_TOOLTIPS) == set(TASK_CHOICES)
     assert check_explorer_task("lookup") == "lookup"
     with pytest.raises(ValueError, match="does not offer the trigram task.*vocab_size >= 68"):
@@ -88,6 +103,119 @@ def test_a_setting_is_a_tinylm_config_with_the_explorers_vocabulary_and_context(
     )
     assert train_settings("lookup")["epochs"] == 4 and train_settings("copy")["epochs"] == 2
     assert SETTING_NAMES[:2] == ("n_heads", "d_model") and "head" in SETTING_NAMES
+    assert "layer" in SETTING_NAMES
+
+
+# -- one table of training settings -------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", TASK_CHOICES)
+def test_the_explorers_settings_are_the_tables_row_with_its_explorer_changes(task):
+    row = dict(tasks.TASK_SETTINGS[task])
+    changes = row.pop("explorer")
+    assert explorer_settings(task) == {**row, **changes}
+    assert train_settings(task) == {k: explorer_settings(task)[k] for k in tasks.TRAIN_OPTIONS}
+    model = untrained_model(16, 2, "causal", None, task)
+    assert model.vocab_size == task_vocab_size(task) == explorer_settings(task)["vocab_size"]
+    assert model.context_length == task_context_length(task)
+    assert model.config.n_layers == task_n_layers(task) == row.get("n_layers", 1)
+    assert model.config.d_model == 16 and model.config.n_heads == 2  # the sliders' sizes
+
+
+def test_the_one_layer_tasks_keep_the_explorers_old_settings():
+    # 64 ids, 16 tokens, 64 Adam steps (2 epochs of 1024 rows in batches of 32 at lr 1e-2),
+    # 128 for lookup: what the explorer trained before its settings moved into the table
+    for task in ("copy", "previous", "repeat", "lookup"):
+        epochs = 4 if task == "lookup" else 2
+        assert train_settings(task) == {
+            "epochs": epochs,
+            "n_rows": 1024,
+            "batch_size": 32,
+            "lr": 1e-2,
+        }
+        assert (
+            (task_vocab_size(task), task_context_length(task), task_n_layers(task))
+            == (
+                VOCAB_SIZE,
+                CONTEXT_LENGTH,
+                1,
+            )
+            == (64, 16, 1)
+        )
+    assert train_steps("copy") == 64 and train_steps("lookup") == 128
+
+
+def test_a_task_without_an_explorer_entry_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="does not offer the trigram task"):
+        explorer_settings("trigram")
+    assert "explorer" not in tasks.TASK_SETTINGS["trigram"]
+    assert "explorer" not in tasks.task_settings("copy")  # the chapter's row, flat
+    assert tasks.task_settings("copy")["context_length"] == 12  # notebook 08's, not the explorer's
+
+
+# -- the induction task: two layers, a layer selector ------------------------------------
+
+
+def test_the_induction_task_trains_two_layers_on_its_own_vocabulary_and_length():
+    settings = explorer_settings("induction")
+    assert task_n_layers("induction") == 2 and settings["n_layers"] == 2
+    # the lesson's 32 ids; 24 tokens (the task needs >= 17), 250 steps
+    assert (task_vocab_size("induction"), task_context_length("induction")) == (32, 24)
+    assert train_steps("induction") == 250
+    config = model_config(32, 4, "causal", None, "induction")
+    assert config.n_layers == 2 and config.uses_residual and config.vocab_size == 32
+    ids = parse_sequence(example_sequence("induction"), task="induction")
+    assert len(ids) == 24 and max(ids) < 32
+    # the example holds the task's repeated segment: 8 ids that come back later
+    T, L = len(ids), 8
+    assert any(ids[a : a + L] == ids[b : b + L] for a in range(T) for b in range(a + L, T - L + 1))
+    with pytest.raises(ValueError, match="token id 32 is outside the vocabulary.*0 to 31"):
+        parse_sequence("3 32", task="induction")
+    with pytest.raises(ValueError, match="25 tokens are more than the context_length=24"):
+        parse_sequence(" ".join(["1"] * 25), task="induction")
+    assert placeholder("induction") == "token ids 0..31, e.g. 5 12 7 7"
+
+
+def test_the_weights_of_layer_1_are_the_models_layer_1_weights():
+    model = untrained_model(32, 4, "causal", None, "induction")
+    ids = [5, 12, 7, 7, 3, 9]
+    with torch.no_grad():
+        _, expected = model(torch.tensor([ids]), return_weights=True)  # (1, L, H, T, T)
+    assert expected.shape == (1, 2, 4, 6, 6)
+    for layer in (0, 1):
+        heads, w, blocked = head_weights(model, ids, ALL_HEADS, layer)
+        assert heads == [0, 1, 2, 3]
+        np.testing.assert_array_equal(w, expected[0, layer].numpy())
+        np.testing.assert_array_equal(blocked, build_mask("causal", 6).numpy())
+    assert not np.array_equal(expected[0, 0].numpy(), expected[0, 1].numpy())  # two layers
+    one = head_weights(model, ids, 2, layer=1)
+    np.testing.assert_array_equal(one[1][0], expected[0, 1, 2].numpy())
+    # each layer's own mask: a sliding window shows in both
+    slide = untrained_model(32, 4, "sliding", 2, "induction")
+    for layer in (0, 1):
+        np.testing.assert_array_equal(
+            head_weights(slide, ids, ALL_HEADS, layer)[2], build_mask("sliding", 6, 2).numpy()
+        )
+
+
+@pytest.mark.parametrize("layer", [2, -1, 1.0, True, "1", None])
+def test_a_layer_the_model_lacks_gives_a_message_that_lists_the_layers(layer):
+    model = untrained_model(32, 4, "causal", None, "induction")
+    with pytest.raises(ValueError) as raised:
+        head_weights(model, [1, 2, 3], ALL_HEADS, layer)
+    assert f"layer={layer!r} is not offered: pick one of (0, 1)" in str(raised.value)
+    with pytest.raises(ValueError, match=r"layer=1 is not offered: pick one of \(0,\)"):
+        head_weights(untrained_model(32, 4, "causal", None), [1, 2, 3], ALL_HEADS, 1)
+    assert check_layer(1, 2) == 1 and check_layer(np.int64(0), 1) == 0
+
+
+def test_untrained_models_are_shared_only_by_tasks_of_the_same_shape():
+    cache = ModelCache()
+    copy = cache.model_for(False, "copy", 16, 2, "causal", None)[0]
+    assert cache.model_for(False, "repeat", 16, 2, "causal", None)[0] is copy
+    induction = cache.model_for(False, "induction", 16, 2, "causal", None)[0]
+    assert induction is not copy and induction.config.n_layers == 2
+    assert copy.config.n_layers == 1 and len(cache) == 2
 
 
 # -- the sequence box ---------------------------------------------------------------------
@@ -100,7 +228,11 @@ def test_parse_sequence_accepts_spaces_and_commas():
 @pytest.mark.parametrize("task", TASK_CHOICES)
 def test_an_example_is_written_in_the_tasks_tokens_and_reads_back_as_its_ids(task):
     x, _ = tasks.make_batch(
-        task, 1, CONTEXT_LENGTH, VOCAB_SIZE, generator=torch.Generator().manual_seed(7)
+        task,
+        1,
+        task_context_length(task),
+        task_vocab_size(task),
+        generator=torch.Generator().manual_seed(7),
     )
     text = example_sequence(task)
     assert text.split() == tasks.token_labels(task, x[0])
@@ -198,7 +330,7 @@ def test_train_setting_leaves_the_global_random_state_alone():
 
 def setting(**changes) -> dict:
     s = dict(n_heads=4, d_model=32, sequence="12 30 7", trained=False, task="lookup", mask="causal")
-    return {**s, "window": 4, "head": ALL_HEADS, **changes}
+    return {**s, "window": 4, "head": ALL_HEADS, "layer": 0, **changes}
 
 
 def test_the_title_names_the_model_the_sizes_and_the_mask():
@@ -208,6 +340,27 @@ def test_the_title_names_the_model_the_sizes_and_the_mask():
         "TinyLM, trained on copy: n_heads = 4, d_model = 32, sliding window of 3"
     )
     assert suptitle(setting(mask="none")).endswith(", no mask")
+    two = setting(trained=True, task="induction", layer=1)
+    assert suptitle(two) == (
+        "TinyLM, trained on induction, layer 1 of 2: n_heads = 4, d_model = 32, causal mask"
+    )
+
+
+def test_the_read_outs_of_a_two_layer_task_name_the_layer_and_the_budget():
+    s = setting(task="induction", sequence="3 9 3", layer=1)
+    assert (
+        status_html(s, 8, 4, [3, 9, 3]) == "<b>4 heads · d_head = 8</b> · layer 1 of 2 · 4 panels"
+    )
+    assert "layer" not in status_html(setting(), 8, 4, [12, 30, 7])  # one layer: not named
+    assert training_html(s) == (
+        "<i>training TinyLM on the induction task (n_heads=4, d_model=32, 2 layers, 250 steps: "
+        "a few seconds, once per setting) ...</i>"
+    )
+    assert training_html(setting()) == (
+        "<i>training TinyLM on the lookup task (n_heads=4, d_model=32) ...</i>"
+    )
+    text = metrics_html(untrained_model(16, 2, "causal", None, "induction"), None, "induction")
+    assert "chance: ln 32 = 3.47" in text and "scored on the repeat only" in text
 
 
 def test_the_status_line_counts_heads_and_panels_and_reads_ids_as_tokens():

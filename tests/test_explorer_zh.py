@@ -20,7 +20,7 @@ from conftest import message
 
 from attention_lab import MultiHeadAttention, TinyLM
 from attention_lab.explorer_model import TASK_CHOICES, parse_sequence
-from attention_lab.explorer_text import error_html
+from attention_lab.explorer_text import error_html, training_html
 from attention_lab.headgrid import HeadGrid
 from attention_lab.widgets import AttentionExplorer
 
@@ -41,6 +41,7 @@ ALLOWED = {
     "repeat",
     "lookup",
     "trigram",
+    "induction",
     "train_tiny_lm",
     "SEP",
     "softmax",
@@ -49,7 +50,7 @@ ALLOWED = {
 }
 # Labels that are an identifier and nothing else (a slider named after its argument, a
 # task's button showing its code name): no Chinese needed.
-IDENTIFIER_LABELS = {"n_heads", "d_model", "copy", "previous", "repeat", "lookup"}
+IDENTIFIER_LABELS = {"n_heads", "d_model", "copy", "previous", "repeat", "lookup", "induction"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -142,17 +143,35 @@ def test_every_control_label_option_tooltip_and_read_out_is_chinese(zh_explorer)
 def test_labels_are_translated_but_the_values_stay_the_code_names(zh_explorer):
     ex = zh_explorer
     assert ex.task.value == "lookup" and ex.mask.value == "sliding"
-    # the task buttons show the tasks' code names, all four in one style (the glossary names
-    # three of them so in Chinese prose); each tooltip opens with the Chinese name
+    # the task buttons show the tasks' code names, all five in one style (the glossary names
+    # four of them so in Chinese prose); each tooltip opens with the Chinese name
     assert tuple(ex.task.options) == TASK_CHOICES
-    names = ["复制任务", "“previous”任务", "“repeat”任务", "“lookup”任务"]
-    assert [tip.startswith(name) for tip, name in zip(ex.task.tooltips, names)] == [True] * 4
+    names = ["复制任务", "“previous”任务", "“repeat”任务", "“lookup”任务", "“induction”任务"]
+    assert len(names) == len(TASK_CHOICES)
+    assert [tip.startswith(name) for tip, name in zip(ex.task.tooltips, names)] == [True] * 5
     assert [value for _, value in ex.mask.options] == ["causal", "sliding", "none"]
     ex.mask.value = "causal"  # driving it from code by value still works
     assert ex.figure.get_suptitle().endswith("因果掩码")
     ex.head.value = 2
     assert [ax.get_title() for ax in ex.figure.axes if ax.images][0] == "头 2 · d_head = 8"
     assert "1 个面板" in ex.status.value
+
+
+def test_the_two_layer_task_names_its_layers_in_chinese(zh):
+    ex = AttentionExplorer(task="induction", layer=1, diagram=False)
+    assert [label for label, _ in ex.layer.options] == ["第 0 层", "第 1 层"]
+    for where, text in texts_of(ex):
+        assert_chinese(text, where)
+    assert "第 1 层（共 2 层）" in ex.status.value
+    assert ex.figure.get_suptitle().startswith("TinyLM，未训练，第 1 层（共 2 层）：")
+    assert_chinese(ex.figure.get_suptitle(), "suptitle")
+    assert "只对重复出现的片段评分" in ex.metrics.value and "ln 32" in ex.metrics.value
+    training = training_html(ex.setting())
+    assert_chinese(training, "training message")
+    assert "2 层，250 步" in training
+    with pytest.raises(ValueError) as raised:
+        AttentionExplorer(task="copy", layer=1)
+    assert "不提供 layer=1；请从 (0,) 中选一个" in str(raised.value)
 
 
 def test_a_trained_model_reports_its_loss_in_chinese(zh):

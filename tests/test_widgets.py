@@ -32,6 +32,8 @@ from attention_lab.explorer_model import (
     example_sequence,
     parse_sequence,
     position_labels,
+    task_context_length,
+    task_vocab_size,
     untrained_model,
 )
 from attention_lab.explorer_picture import CSS_DPI, DIAGRAM_CSS_DPI, PIXEL_RATIO, RENDER_DPI
@@ -143,16 +145,18 @@ def test_the_token_labels_follow_the_sequence():
 # -- the tasks the explorer offers, and how their tokens are shown ---------------------------
 
 
-def test_the_task_toggle_offers_exactly_the_tasks_whose_ids_fit_the_vocabulary():
-    fits = tuple(task for task in tasks.TASKS if tasks.MIN_VOCAB[task] <= VOCAB_SIZE)
+def test_the_task_toggle_offers_exactly_the_tasks_of_the_tables_explorer_entries():
+    listed = tuple(t for t, row in tasks.TASK_SETTINGS.items() if "explorer" in row)
     ex = AttentionExplorer(diagram=False)
-    assert ex.task.options == TASK_CHOICES == fits == ("copy", "previous", "repeat", "lookup")
+    assert ex.task.options == TASK_CHOICES == listed
+    assert TASK_CHOICES == ("copy", "previous", "repeat", "lookup", "induction")
     assert len(ex.task.tooltips) == len(TASK_CHOICES)
     for task in TASK_CHOICES:  # each one draws, and its example's ids fit
         ex.task.value = task
         assert_drawn(ex)
         ids = parse_sequence(ex.sequence.value, task=task)
-        assert len(ids) == CONTEXT_LENGTH and max(ids) < VOCAB_SIZE
+        assert len(ids) == task_context_length(task) and max(ids) < task_vocab_size(task)
+        assert ex.window.max == task_context_length(task)
     with pytest.raises(ValueError, match="does not offer the trigram task.*vocab_size >= 68"):
         AttentionExplorer(task="trigram")
     with pytest.raises(ValueError, match="not known"):
@@ -196,7 +200,7 @@ def tick_texts(ex: AttentionExplorer) -> tuple[list[str], list[str]]:
     return rows, [t.get_text() for t in panels[-1].get_xticklabels()]
 
 
-@pytest.mark.parametrize("task", TASK_CHOICES)
+@pytest.mark.parametrize("task", ["copy", "previous", "repeat", "lookup"])
 def test_every_row_and_column_is_labelled_position_and_token(task):
     ex = AttentionExplorer(task=task, diagram=False)
     for n_heads in HEAD_CHOICES:
@@ -242,6 +246,110 @@ def test_sixteen_tick_labels_are_at_least_9_pt_and_do_not_overlap(n_heads):
             assert gap > 0, (along, a, b)
         inside = ex.figure.bbox
         assert all(inside.x0 <= box.x0 and box.y0 >= inside.y0 for box in boxes)
+
+
+def test_the_induction_input_is_labelled_every_other_position_at_9_pt_without_overlap():
+    ex = AttentionExplorer(task="induction", diagram=False)
+    ids = parse_sequence(ex.sequence.value, task="induction")
+    labels = position_labels("induction", ids)
+    assert len(ids) == 24
+    renderer = ex.figure.canvas.get_renderer()
+    rows, columns = tick_texts(ex)
+    assert rows == columns == labels[::2]  # 24 rows: every other one, position:token
+    panels = [ax for ax in ex.figure.axes if ax.images and ax.get_title()]
+    boxes = [t.get_window_extent(renderer) for t in panels[0].get_yticklabels()]
+    assert all(t.get_fontsize() >= 9 for t in panels[0].get_yticklabels())
+    assert all(a.y0 - b.y1 > 0 for a, b in zip(boxes, boxes[1:]))
+
+
+# -- induction: two layers and a layer selector -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def induction_explorer():
+    return AttentionExplorer(n_heads=4, d_model=32, task="induction", trained=True, diagram=False)
+
+
+def test_the_layer_toggle_shows_only_for_the_two_layer_task():
+    ex = AttentionExplorer(task="copy", diagram=False)
+    assert ex.layer_row.layout.display == "none" and ex.layer.options == (("layer 0", 0),)
+    ex.task.value = "induction"
+    assert ex.layer_row.layout.display is None
+    assert ex.layer.options == (("layer 0", 0), ("layer 1", 1)) and ex.layer.value == 0
+    ex.layer.value = 1
+    assert_drawn(ex)
+    assert "layer 1 of 2" in ex.status.value and "layer 1 of 2" in ex.figure.get_suptitle()
+    assert repr(ex).endswith("task='induction', mask='causal', layer=1)")
+    ex.task.value = "previous"  # one layer again: the toggle hides, layer 0 is the only one
+    assert ex.layer_row.layout.display == "none" and ex.layer.value == 0
+    assert "layer" not in ex.status.value and "layer" not in ex.figure.get_suptitle()
+    assert_drawn(ex)
+    assert ex.weights.shape == (4, 16, 16)
+
+
+def test_the_picture_of_layer_1_is_the_trained_models_layer_1(induction_explorer):
+    ex = induction_explorer
+    ids = parse_sequence(ex.sequence.value, task="induction")
+    model, history = ex.model_for(True, "induction", 32, 4, "causal", None)
+    assert model.config.n_layers == 2 and len(history.step_losses) == 250
+    with torch.no_grad():
+        _, w = model(torch.tensor([ids]), return_weights=True)  # (1, L, H, T, T)
+    try:
+        for layer in (0, 1):
+            ex.layer.value = layer
+            assert_drawn(ex)
+            np.testing.assert_array_equal(ex.weights, w[0, layer].numpy())
+        ex.head.value = 3
+        np.testing.assert_array_equal(ex.weights[0], w[0, 1, 3].numpy())
+    finally:
+        with ex.hold():
+            ex.head.value, ex.layer.value = ALL_HEADS, 0
+
+
+def test_induction_trains_in_the_explorer_and_layer_1_holds_an_induction_head(
+    induction_explorer,
+):
+    history = induction_explorer.history
+    assert history.held_out and history.final_accuracy > 0.9
+    assert "trained on induction" in induction_explorer.metrics.value
+    assert "scored on the repeat only" in induction_explorer.metrics.value
+    # on 64 fresh rows: for each position whose token came before, the weight layer 1
+    # puts on the token just after that earlier copy (the induction head's target)
+    model, _ = induction_explorer.model_for(True, "induction", 32, 4, "causal", None)
+    g = torch.Generator().manual_seed(5)
+    x, _ = tasks.make_batch("induction", 64, 24, 32, generator=g)  # (N, T)
+    with torch.no_grad():
+        _, w = model(x, return_weights=True)  # (N, L, H, T, T)
+
+    def after_earlier_copy(layer: int) -> torch.Tensor:  # (H,): mean over such positions
+        shares = []
+        for n, row in enumerate(x.tolist()):
+            for p, token in enumerate(row):
+                earlier = [j for j in range(p) if row[j] == token]
+                if earlier and earlier[-1] + 1 < p:
+                    shares.append(w[n, layer, :, p, earlier[-1] + 1])
+        return torch.stack(shares).mean(0)
+
+    assert after_earlier_copy(1).max() > 0.5  # a layer-1 head matches on content
+    assert after_earlier_copy(0).max() < 0.2  # layer 0 does not: it cannot yet
+    # the control: the untrained two-layer model does not look there either
+    untrained = untrained_model(32, 4, "causal", None, "induction")
+    with torch.no_grad():
+        _, w = untrained(x, return_weights=True)
+    assert after_earlier_copy(1).max() < 0.2
+
+
+def test_a_layer_the_task_lacks_is_refused_with_a_message():
+    with pytest.raises(ValueError, match=r"layer=1 is not offered: pick one of \(0,\)"):
+        AttentionExplorer(task="copy", layer=1)
+    with pytest.raises(ValueError, match=r"layer=2 is not offered: pick one of \(0, 1\)"):
+        AttentionExplorer(task="induction", layer=2)
+    ex = AttentionExplorer(task="induction", layer=1, diagram=False)
+    assert ex.layer.value == 1 and "layer 1 of 2" in ex.status.value
+    ex.sequence.value = "3 40 3"  # a bad input: a message, no traceback, no stale picture
+    message = html.unescape(ex.message.value)
+    assert "token id 40 is outside the vocabulary; use ids from 0 to 31" in message
+    assert "Traceback" not in message and ex.image.layout.display == "none"
 
 
 # -- lookup, trained in the explorer ------------------------------------------------------

@@ -12,7 +12,6 @@ import ipywidgets as widgets
 
 from .explorer_model import (
     ALL_HEADS,
-    CONTEXT_LENGTH,
     HEAD_CHOICES,
     MASK_CHOICES,
     TASK_CHOICES,
@@ -20,6 +19,8 @@ from .explorer_model import (
     d_model_choices,
     example_sequence,
     placeholder,
+    task_context_length,
+    task_n_layers,
 )
 from .explorer_picture import css_width
 from .explorer_text import task_button_label
@@ -35,6 +36,7 @@ CSS_NAMES = {
     "mask": "mask",
     "window": "window",
     "head": "head",
+    "layer": "layer",
     "status": "status",
     "message": "message",
     "progress": "progress",
@@ -47,6 +49,11 @@ CSS_NAMES = {
 def head_options(n_heads: int) -> list[tuple[str, int]]:
     """The ``head`` dropdown's choices: every head, or one of them."""
     return [(_("all heads"), ALL_HEADS)] + [(_("head {h}").format(h=h), h) for h in range(n_heads)]
+
+
+def layer_options(n_layers: int) -> list[tuple[str, int]]:
+    """The ``layer`` toggle's choices: one button per attention layer, counted from 0."""
+    return [(_("layer {layer}").format(layer=layer), layer) for layer in range(n_layers)]
 
 
 def labelled_options(values, labels) -> tuple | list[tuple]:
@@ -69,7 +76,7 @@ def mask_label(mask: str) -> str:
 
 def make_widgets(
     n_heads: int, d_model: int, sequence: str | None, trained: bool, task: str, mask: str,
-    window: int, head: int,
+    window: int, head: int, layer: int = 0,
 ) -> dict[str, widgets.Widget]:  # fmt: skip
     """The controls, set to these values, and the empty read-outs, by attribute name."""
     label = {"description_width": "64px"}
@@ -107,7 +114,7 @@ def make_widgets(
         "window": widgets.IntSlider(
             value=window,
             min=1,
-            max=CONTEXT_LENGTH,
+            max=task_context_length(task),
             description=pgettext("explorer", "window"),
             **slider,
         ),
@@ -118,6 +125,8 @@ def make_widgets(
             layout=widgets.Layout(width="170px"),
             style={"description_width": "40px"},
         ),
+        # shown only for a task whose models have more than one layer (induction)
+        "layer": widgets.ToggleButtons(options=layer_options(task_n_layers(task)), value=layer),
         "status": widgets.HTML(),
         "message": widgets.HTML(),
         "progress": widgets.Output(layout=widgets.Layout(display="none")),
@@ -127,8 +136,10 @@ def make_widgets(
         "image": widgets.Image(format="png", layout=widgets.Layout(**_image_layout(800))),
         "diagram": widgets.Image(format="png", layout=widgets.Layout(**_image_layout(840))),
     }
-    for name in ("trained", "task", "mask"):
+    for name in ("trained", "task", "mask", "layer"):
         made[name].style.button_width = "80px"
+    for name in ("trained", "task"):  # "untrained" and "induction" need more than 80 px
+        made[name].style.button_width = "96px"
     for name, widget in made.items():
         widget.add_class(f"attention-lab-{CSS_NAMES[name]}")
     return made
@@ -136,14 +147,18 @@ def make_widgets(
 
 def arrange(ex) -> list[widgets.Widget]:
     """The rows of the page for the widgets of ``ex``: the controls (wrapping when narrow),
-    status, message, progress bar, then the picture with the read-outs beside it."""
+    status, message, progress bar, then the picture with the read-outs beside it. The layer
+    toggle and its label become ``ex.layer_row``, hidden for one-layer tasks
+    (``show_layer_row``)."""
 
     def wrap():
         return widgets.Layout(flex_flow="row wrap", align_items="center", margin="0 16px 0 0")
 
+    ex.layer_row = _labelled(pgettext("explorer", "layer"), ex.layer)
+    show_layer_row(ex.layer_row, len(ex.layer.options))
     controls = widgets.HBox(
         [
-            widgets.HBox([ex.n_heads, ex.d_model, ex.head], layout=wrap()),
+            widgets.HBox([ex.n_heads, ex.d_model, ex.head, ex.layer_row], layout=wrap()),
             widgets.HBox(
                 [
                     _labelled(pgettext("explorer", "model"), ex.trained),
@@ -163,6 +178,13 @@ def arrange(ex) -> list[widgets.Widget]:
         layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start", width="100%"),
     )
     return [controls, ex.status, ex.message, ex.progress, picture]
+
+
+def show_layer_row(row: widgets.Widget, n_layers: int) -> None:
+    """Show the layer toggle only when there is more than one layer to choose from."""
+    display = None if n_layers > 1 else "none"
+    if row.layout.display != display:
+        row.layout.display = display
 
 
 def show_png(image: widgets.Image, png: bytes, css_dpi: float) -> None:

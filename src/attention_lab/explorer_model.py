@@ -1,12 +1,16 @@
 """What the explorer shows, without its controls: settings, tasks, models, weights (no ipywidgets).
 
 ``widgets.AttentionExplorer`` is the page; this module is everything behind it that a test can
-drive without a widget library: which settings are offered, the tasks whose token ids fit the
-explorer's vocabulary (``TASK_CHOICES``: copy, a plumbing check; previous and repeat,
-positional; lookup, by content), reading the sequence box (token ids and each task's own
+drive without a widget library: which settings are offered, the tasks the explorer trains
+(``TASK_CHOICES``: copy, a plumbing check; previous and repeat, positional; lookup, by
+content; induction, two layers), reading the sequence box (token ids and each task's own
 tokens, ``c=4``, ``c?``, ``SEP``), building and training the model of one setting, and the
-attention weights of every head for one input, with the mask the model applied.
+attention weights of every head of one layer for one input, with the mask the model applied.
 The text the page shows about them is in ``explorer_text``.
+
+Every training setting comes from the one table, ``tasks.TASK_SETTINGS``: a task is offered
+when its row has an "explorer" entry, and ``explorer_settings(task)`` is that row with the
+entry's changes (sequence length, budget) applied. The sliders set d_model and n_heads.
 """
 
 from __future__ import annotations
@@ -14,22 +18,35 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .config import TinyLMConfig
+from .config import FIELDS, TinyLMConfig
 from .device import cpu_threads
 from .i18n import N_, error_text, gettext, part, two_lines
-from .tasks import LOOKUP_KEYS, LOOKUP_VALUES, MIN_VOCAB, SEP, TASKS, make_batch, token_labels
+from .tasks import (
+    ALL_TASKS,
+    LOOKUP_KEYS,
+    LOOKUP_VALUES,
+    MIN_VOCAB,
+    SEP,
+    TASK_SETTINGS,
+    TRAIN_OPTIONS,
+    make_batch,
+    task_settings,
+    token_labels,
+)
 from .tiny_lm import TinyLM
 from .training import TrainHistory, train_tiny_lm
 
 HEAD_CHOICES = (1, 2, 4, 8)
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64)
 MASK_CHOICES = ("causal", "sliding", "none")
-CONTEXT_LENGTH = 16  # the longest input sequence (and the models' context_length)
-VOCAB_SIZE = 64
-# The tasks the toggle offers: those whose token ids fit in VOCAB_SIZE, so no choice can
-# crash. That leaves out "trigram": its 64 trigram ids come after its 4 letters, so they
-# need vocab_size 68 (notebook 08 trains it with its own vocabulary).
-TASK_CHOICES = tuple(task for task in TASKS if MIN_VOCAB[task] <= VOCAB_SIZE)
+# The tasks the toggle offers: those with an "explorer" entry in tasks.TASK_SETTINGS. That
+# leaves out "trigram": its 64 trigram ids come after its 4 letters, so they need vocab_size
+# 68 (notebook 09 trains it with its own vocabulary).
+TASK_CHOICES = tuple(task for task in ALL_TASKS if "explorer" in TASK_SETTINGS[task])
+# The one-layer tasks' vocabulary and longest input (the table's copy row): 64 ids, 16 tokens.
+# The induction task brings its own (32 ids, 24 tokens): ``task_vocab_size(task)``, ...
+_COPY = {**TASK_SETTINGS["copy"], **TASK_SETTINGS["copy"]["explorer"]}
+VOCAB_SIZE, CONTEXT_LENGTH = _COPY["vocab_size"], _COPY["context_length"]
 # English, marked for translation: shown as _(TASK_TOOLTIPS[task]) (explorer_controls)
 TASK_TOOLTIPS = {
     "copy": N_(
@@ -38,18 +55,16 @@ TASK_TOOLTIPS = {
     "previous": N_("positional: the answer is the token one step back"),
     "repeat": N_("positional: the answer sits a fixed number of steps back, after SEP"),
     "lookup": N_("by content: find the pair with the query's key (c? -> the value of c=4)"),
+    "induction": N_(
+        "two layers: a segment comes back; the answer is the token that followed the current "
+        "token's earlier copy (an induction head)"
+    ),
 }
 ALL_HEADS = -1  # value of the ``head`` control that shows every head
 # what a setting is made of: the explorer's controls, in the order they are read
-SETTING_NAMES = ("n_heads", "d_model", "sequence", "trained", "task", "mask", "window", "head")
-# Training in trained mode: 64 Adam steps (2 epochs of 1024 rows, batches of 32). Enough
-# for the copy, "previous" and "repeat" tasks at d_model >= 16 (99.9 % or more held out at
-# n_heads = 4, d_model = 32); small widths visibly learn slower.
-TRAIN_SETTINGS = {"epochs": 2, "n_rows": 1024, "batch_size": 32, "lr": 1e-2}
-# "lookup" learns later: at n_heads = 4, d_model = 32 it answers 92 % of held-out queries
-# after 64 steps and 100 % after 128 (0.3 s instead of 0.2 s on one thread), so it trains
-# 4 epochs. The other tasks keep their 64 steps.
-TASK_TRAIN_SETTINGS = {"lookup": {"epochs": 4}}
+SETTING_NAMES = (
+    "n_heads", "d_model", "sequence", "trained", "task", "mask", "window", "head", "layer",
+)  # fmt: skip
 SEED = 0
 # What each task's tokens look like, the end of parse_sequence's messages (English, marked
 # for translation; formatted with TOKEN_HELP_FIELDS)
@@ -69,6 +84,42 @@ TOKEN_HELP_FIELDS = {
 EXAMPLE_INPUT = {"repeat": "5 12 SEP 5 12", "lookup": "a=3 b=1 a?"}
 
 
+def explorer_settings(task: str) -> dict:
+    """What the explorer trains ``task`` with: TinyLMConfig fields and ``train`` options,
+    from the one table: the task's row of ``tasks.TASK_SETTINGS`` with the changes of its
+    "explorer" entry (a task without one is not offered: ``check_explorer_task``)."""
+    task = check_explorer_task(task)
+    return {**task_settings(task), **TASK_SETTINGS[task]["explorer"]}
+
+
+def task_vocab_size(task: str) -> int:
+    """How many token ids the explorer's models of ``task`` have (64; induction: 32)."""
+    return explorer_settings(task)["vocab_size"]
+
+
+def task_context_length(task: str) -> int:
+    """The longest input of ``task`` in the explorer (16 tokens; induction: 24)."""
+    return explorer_settings(task)["context_length"]
+
+
+def task_n_layers(task: str) -> int:
+    """How many attention layers the explorer's models of ``task`` have (induction: 2)."""
+    return explorer_settings(task).get("n_layers", 1)
+
+
+def check_layer(layer, n: int) -> int:
+    """``layer`` if it is one of a model's ``n`` attention layers (0 .. n - 1), else a
+    ValueError that lists the layers there are."""
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < n:
+        raise ValueError(
+            error_text(
+                "layer={layer} is not offered: pick one of {choices} (the model's attention "
+                "layers, counted from 0)"
+            ).format(layer=repr(layer), choices=tuple(range(n)))
+        )
+    return int(layer)
+
+
 def d_model_choices(n_heads: int) -> tuple[int, ...]:
     """The widths the explorer offers for ``n_heads``: only those divisible by it."""
     return tuple(d for d in D_MODEL_CHOICES if d % n_heads == 0)
@@ -78,7 +129,7 @@ def check_explorer_task(task: str) -> str:
     """``task`` if the explorer offers it, else a ValueError that says why and what to do."""
     if task in TASK_CHOICES:
         return task
-    if task in TASKS:
+    if task in ALL_TASKS:
         raise ValueError(
             error_text(
                 "the explorer does not offer the {task} task: its token ids need vocab_size >= "
@@ -115,22 +166,25 @@ def check_sizes(n_heads: int, d_model: int) -> None:
         )
 
 
-def example_sequence(task: str, length: int = CONTEXT_LENGTH) -> str:
-    """A fixed example input for ``task``, written in the task's tokens (``token_labels``):
-    token ids for copy and previous, ``SEP`` for repeat's separator, ``c=4`` and ``c?`` for
-    lookup. ``parse_sequence(text, task=task)`` reads it back into ids."""
+def example_sequence(task: str, length: int | None = None) -> str:
+    """A fixed example input for ``task``, as long as the task's input may be (or
+    ``length``), written in the task's tokens (``token_labels``): token ids for copy,
+    previous and induction, ``SEP`` for repeat's separator, ``c=4`` and ``c?`` for lookup.
+    ``parse_sequence(text, task=task)`` reads it back into ids."""
+    length = task_context_length(task) if length is None else length
     g = torch.Generator().manual_seed(7)
-    x, _ = make_batch(task, 1, length, VOCAB_SIZE, generator=g)  # (1, T)
+    x, _ = make_batch(task, 1, length, task_vocab_size(task), generator=g)  # (1, T)
     return " ".join(token_labels(task, x[0]))
 
 
 def placeholder(task: str) -> str:
     """What the empty sequence box suggests typing for ``task``."""
+    last = task_vocab_size(task) - 1
     if task in EXAMPLE_INPUT:
         return gettext("e.g. {example} (or token ids 0..{last})").format(
-            example=EXAMPLE_INPUT[task], last=VOCAB_SIZE - 1
+            example=EXAMPLE_INPUT[task], last=last
         )
-    return gettext("token ids 0..{last}, e.g. 5 12 7 7").format(last=VOCAB_SIZE - 1)
+    return gettext("token ids 0..{last}, e.g. 5 12 7 7").format(last=last)
 
 
 def position_labels(task: str, ids) -> list[str]:
@@ -149,15 +203,20 @@ def _names(task: str | None, vocab_size: int) -> dict[str, int]:
 
 def parse_sequence(
     text: str,
-    vocab_size: int = VOCAB_SIZE,
-    context_length: int = CONTEXT_LENGTH,
+    vocab_size: int | None = None,
+    context_length: int | None = None,
     task: str | None = None,
 ) -> list[int]:
     """``"5 12 7"`` -> ``[5, 12, 7]``, or a ValueError that says how to fix the text.
 
     With a ``task``, its own tokens are read too (any case): for lookup ``"a=3 b? 2"`` ->
-    ``[15, 7, 2]``, for repeat ``"SEP"`` -> ``0``; ids always work.
+    ``[15, 7, 2]``, for repeat ``"SEP"`` -> ``0``; ids always work. ``vocab_size`` and
+    ``context_length`` default to the task's in the explorer (without a task: 64 and 16).
     """
+    if vocab_size is None:
+        vocab_size = VOCAB_SIZE if task is None else task_vocab_size(task)
+    if context_length is None:
+        context_length = CONTEXT_LENGTH if task is None else task_context_length(task)
     names = _names(task, vocab_size)
     # ", or <what the task's tokens look like>": in each line's language (two_lines)
     help_ = part(TOKEN_HELP[task], **TOKEN_HELP_FIELDS) if task in TOKEN_HELP else ("", "")
@@ -207,15 +266,20 @@ def parse_sequence(
     return ids
 
 
-def model_config(d_model: int, n_heads: int, mask_kind: str, window: int | None) -> TinyLMConfig:
-    """The ``TinyLMConfig`` of one explorer setting (vocabulary and context are fixed)."""
+def model_config(
+    d_model: int, n_heads: int, mask_kind: str, window: int | None, task: str = "copy"
+) -> TinyLMConfig:
+    """The ``TinyLMConfig`` of one explorer setting: the task's model fields from the table
+    (vocabulary, context, layers; ``explorer_settings``), the sliders' sizes and the mask."""
+    fields = {k: v for k, v in explorer_settings(task).items() if k in FIELDS}
     return TinyLMConfig(
-        vocab_size=VOCAB_SIZE,
-        d_model=d_model,
-        n_heads=n_heads,
-        context_length=CONTEXT_LENGTH,
-        mask_kind=mask_kind,
-        window=window,
+        **{
+            **fields,
+            "d_model": d_model,
+            "n_heads": n_heads,
+            "mask_kind": mask_kind,
+            "window": window,
+        }
     )
 
 
@@ -233,48 +297,71 @@ def train_setting(
     same numbers whether or not the explorer trained in between. ``progress`` shows
     training's progress bar (tqdm).
     """
-    config = model_config(d_model, n_heads, mask_kind, window)
+    config = model_config(d_model, n_heads, mask_kind, window, task)
     with torch.random.fork_rng(devices=[]), cpu_threads(1):
         return train_tiny_lm(task, config, seed=SEED, progress=progress, **train_settings(task))
 
 
 def train_settings(task: str) -> dict:
-    """The ``train`` options trained mode uses for ``task``: ``TRAIN_SETTINGS``, with the
-    task's own changes (``TASK_TRAIN_SETTINGS``: more epochs for lookup)."""
-    return {**TRAIN_SETTINGS, **TASK_TRAIN_SETTINGS.get(task, {})}
+    """The ``train`` options trained mode uses for ``task``, from the table
+    (``explorer_settings``): 64 steps for copy, previous and repeat, 128 for lookup, 250 for
+    induction."""
+    settings = explorer_settings(task)
+    return {k: settings[k] for k in TRAIN_OPTIONS}
 
 
-def untrained_model(d_model: int, n_heads: int, mask_kind: str, window: int | None) -> TinyLM:
-    """A freshly initialised ``TinyLM`` (seeded, so the same setting gives the same model)."""
+def train_steps(task: str) -> int:
+    """How many optimiser steps trained mode takes for ``task``."""
+    o = train_settings(task)
+    return o["epochs"] * -(-o["n_rows"] // o["batch_size"])
+
+
+def untrained_model(
+    d_model: int, n_heads: int, mask_kind: str, window: int | None, task: str = "copy"
+) -> TinyLM:
+    """A freshly initialised ``TinyLM`` (seeded, so the same setting gives the same model),
+    of the task's shape: one layer, or two for induction."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
-        model = TinyLM(model_config(d_model, n_heads, mask_kind, window))
+        model = TinyLM(model_config(d_model, n_heads, mask_kind, window, task))
     return model.eval()
 
 
 class ModelCache(dict):
     """The model of each setting, ``key -> (model, history)``: trained (``train``, by default
-    ``train_setting``) or built on first use, then kept."""
+    ``train_setting``) or built on first use, then kept. Untrained models are shared by the
+    tasks whose models have the same shape (copy, previous, repeat and lookup)."""
 
     def model_for(self, trained, task, d_model, n_heads, mask, window, train=train_setting):
-        key = (trained, task if trained else None, d_model, n_heads, mask, window)
+        shape = task if trained else _model_shape(task)
+        key = (trained, shape, d_model, n_heads, mask, window)
         if key not in self:
             if trained:
                 self[key] = train(task, d_model, n_heads, mask, window)
             else:
-                self[key] = (untrained_model(d_model, n_heads, mask, window), None)
+                self[key] = (untrained_model(d_model, n_heads, mask, window, task), None)
         return self[key]
 
 
+def _model_shape(task: str) -> tuple:
+    """What the task's model fields are, as a key: (("context_length", 16), ...)."""
+    settings = explorer_settings(task)
+    return tuple(sorted((k, v) for k, v in settings.items() if k in FIELDS))
+
+
 def head_weights(
-    model: TinyLM, ids: list[int], head: int
+    model: TinyLM, ids: list[int], head: int, layer: int = 0
 ) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """``(heads, weights, blocked)`` of ``model`` on the sequence ``ids``: the heads on show
-    (all of them for ``ALL_HEADS``), their weights (panels, T, T) and the (T, T) mask the model
-    applied (True = blocked)."""
+    """``(heads, weights, blocked)`` of ``model``'s attention layer ``layer`` on the
+    sequence ``ids``: the heads on show (all of them for ``ALL_HEADS``), their weights
+    (panels, T, T) and the (T, T) mask that layer applied (True = blocked)."""
+    attention = model.attention_layers()
+    layer = check_layer(layer, len(attention))
     T = len(ids)
     with torch.no_grad(), cpu_threads(1):
-        _, weights = model(torch.tensor([ids]), return_weights=True)  # (1, H, T, T)
-    blocked = model.attn.mask[:T, :T].numpy()  # (T, T), True = blocked
-    heads = list(range(model.attn.n_heads)) if head == ALL_HEADS else [head]
+        _, weights = model(torch.tensor([ids]), return_weights=True)  # (1, [L,] H, T, T)
+    if weights.dim() == 5:
+        weights = weights[:, layer]  # (1, H, T, T): that layer's heads
+    blocked = attention[layer].mask[:T, :T].numpy()  # (T, T), True = blocked
+    heads = list(range(attention[layer].n_heads)) if head == ALL_HEADS else [head]
     return heads, weights[0, heads].numpy(), blocked  # (panels, T, T)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import math
 
-from .explorer_model import VOCAB_SIZE
+from .explorer_model import task_n_layers, train_steps
 from .i18n import _, get_language, pgettext
 from .tasks import token_labels
 from .tiny_lm import TinyLM
@@ -27,6 +27,7 @@ def short_task_name(task: str) -> str:
         "repeat": pgettext("task name", "repeat"),
         "lookup": pgettext("task name", "lookup"),
         "trigram": pgettext("task name", "trigram"),
+        "induction": pgettext("task name", "induction"),
     }
     return names.get(task, task)
 
@@ -38,15 +39,23 @@ def task_button_label(task: str) -> str:
         "previous": pgettext("task button", "previous"),
         "repeat": pgettext("task button", "repeat"),
         "lookup": pgettext("task button", "lookup"),
+        "induction": pgettext("task button", "induction"),
     }
     return labels.get(task, task)
 
 
 def training_html(s: dict) -> str:
-    """The message on show while the setting ``s`` trains."""
+    """The message on show while the setting ``s`` trains (a two-layer task says how many
+    steps: it takes a few seconds, where the others take a fraction of one)."""
+    fields = {"task": short_task_name(s["task"]), "n_heads": s["n_heads"], "d_model": s["d_model"]}
+    if task_n_layers(s["task"]) > 1:
+        return _(
+            "<i>training TinyLM on the {task} task (n_heads={n_heads}, d_model={d_model}, "
+            "{n_layers} layers, {steps} steps: a few seconds, once per setting) ...</i>"
+        ).format(n_layers=task_n_layers(s["task"]), steps=train_steps(s["task"]), **fields)
     return _(
         "<i>training TinyLM on the {task} task (n_heads={n_heads}, d_model={d_model}) ...</i>"
-    ).format(task=short_task_name(s["task"]), n_heads=s["n_heads"], d_model=s["d_model"])
+    ).format(**fields)
 
 
 def error_html(error: Exception) -> str:
@@ -88,6 +97,10 @@ def suptitle(s: dict) -> str:
         if s["trained"]
         else pgettext("explorer", "untrained")
     )
+    if task_n_layers(s["task"]) > 1:
+        model = _("{model}, layer {layer} of {n_layers}").format(
+            model=model, layer=s["layer"], n_layers=task_n_layers(s["task"])
+        )
     return _("TinyLM, {model}: n_heads = {n_heads}, d_model = {d_model}, {mask}").format(
         model=model, n_heads=s["n_heads"], d_model=s["d_model"], mask=mask
     )
@@ -105,13 +118,21 @@ def status_html(s: dict, d_head: int, n_panels: int, ids: list[int]) -> str:
     )
     heads = _("1 head") if s["n_heads"] == 1 else _("{n} heads").format(n=s["n_heads"])
     panels = _("1 panel") if n_panels == 1 else _("{n} panels").format(n=n_panels)
-    return f"<b>{heads} · d_head = {d_head}</b> · {panels}{reads_as}"
+    layer = ""
+    if task_n_layers(s["task"]) > 1:
+        layer = " · " + _("layer {layer} of {n_layers}").format(
+            layer=s["layer"], n_layers=task_n_layers(s["task"])
+        )
+    return f"<b>{heads} · d_head = {d_head}</b>{layer} · {panels}{reads_as}"
 
 
 def metrics_html(model: TinyLM, history: TrainHistory | None, task: str) -> str:
-    """Loss and accuracy: measured on 128 fresh rows when untrained, else from ``history``."""
-    chance = math.log(VOCAB_SIZE)
+    """Loss and accuracy: measured on 128 fresh rows when untrained, else from ``history``.
+    Chance is ln of the model's vocabulary (64 ids; induction: 32)."""
+    chance = math.log(model.vocab_size)
     name = short_task_name(task)
+    # induction scores only the repeat's predictable positions: say so under the numbers
+    scored = [_("<small>scored on the repeat only</small>")] if task == "induction" else []
     if history is None:
         loss, accuracy = evaluate(model, task, n_rows=128)
         return "<br>".join(
@@ -120,8 +141,9 @@ def metrics_html(model: TinyLM, history: TrainHistory | None, task: str) -> str:
                 _("loss on {task}: {loss:.3f}").format(task=name, loss=loss),
                 _("accuracy: {accuracy:.1%}").format(accuracy=accuracy),
                 _("chance: ln {vocab_size} = {chance:.2f}").format(
-                    vocab_size=VOCAB_SIZE, chance=chance
+                    vocab_size=model.vocab_size, chance=chance
                 ),
+                *scored,
                 _("<small>the weights are random: switch to <i>trained</i></small>"),
             ]
         )
@@ -140,5 +162,6 @@ def metrics_html(model: TinyLM, history: TrainHistory | None, task: str) -> str:
             _("before training: {loss:.2f} (chance {chance:.2f})").format(
                 loss=history.initial_loss, chance=chance
             ),
+            *scored,
         ]
     )

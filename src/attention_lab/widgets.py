@@ -1,12 +1,14 @@
 """``AttentionExplorer``: move a slider, see every head's attention (notebooks 06, 08, explorer).
 
 The explorer wraps ``TinyLM`` in a few controls -- number of heads, model width, input
-sequence, untrained or trained, mask, which head to look at -- and shows the attention
-weights of every head as heatmaps, one panel per head, with d_head = d_model / n_heads in
-each title, the mask that was applied drawn as blocked, and beside them the head-split
-diagram of notebook 06 for the current n_heads and d_model. In trained mode it trains
-``TinyLM`` on the chosen toy task for the chosen setting (about a second on a laptop CPU,
-with a progress bar), keeps the result, and shows the loss and accuracy beside the heatmaps.
+sequence, untrained or trained, mask, which head to look at, and for the two-layer induction
+task which layer -- and shows the attention weights of every head as heatmaps, one panel per
+head, with d_head = d_model / n_heads in each title, the mask that was applied drawn as
+blocked, and beside them the head-split diagram of notebook 06 for the current n_heads and
+d_model. In trained mode it trains ``TinyLM`` on the chosen toy task for the chosen setting
+(a fraction of a second on a laptop CPU; induction, 250 steps of a two-layer model, a few
+seconds; with a progress bar), keeps the result, and shows the loss and accuracy beside the
+heatmaps.
 
 This module is the page (ipywidgets): it wires the controls to the work, which lives in
 rooms of its own, all but the controls testable without ipywidgets:
@@ -38,6 +40,7 @@ from .explorer_model import (
     SETTING_NAMES,
     ModelCache,
     check_explorer_task,
+    check_layer,
     check_sizes,
     d_model_choices,
     example_sequence,
@@ -45,6 +48,8 @@ from .explorer_model import (
     parse_sequence,
     placeholder,
     position_labels,
+    task_context_length,
+    task_n_layers,
     train_setting,
 )
 from .explorer_picture import CSS_DPI, DIAGRAM_CSS_DPI, Picture, snapshot
@@ -62,22 +67,27 @@ class AttentionExplorer(widgets.VBox):
         n_heads: 1, 2, 4 or 8 heads.
         d_model: the model width; only values divisible by n_heads are offered.
         sequence: the input, up to 16 tokens separated by spaces: ids 0..63 or the task's
-            own tokens ("c=4", "c?", "SEP"; see ``parse_sequence``).
+            own tokens ("c=4", "c?", "SEP"; see ``parse_sequence``); for induction up to
+            24 ids 0..31.
         trained: False = freshly initialised model, True = trained on ``task``.
         task: the toy task trained mode learns, one of ``TASK_CHOICES``: "copy" (a plumbing
-            check), "previous" and "repeat" (positional), "lookup" (by content). It also
-            names the tokens in the sequence box and in the tick labels.
+            check), "previous" and "repeat" (positional), "lookup" (by content),
+            "induction" (two layers: a segment comes back, an induction head continues
+            it). It also sets the model's shape and names the tokens in the sequence box
+            and in the tick labels.
         mask: "causal", "sliding" (each position sees itself and window - 1 before it)
             or "none" (every position sees every other).
         window: the sliding window's width.
         head: ``ALL_HEADS`` (-1) for every head, or one head's number.
+        layer: which attention layer is shown, 0 or 1 for induction (its toggle is shown
+            only there); the one-layer tasks have layer 0 only.
 
     Read-outs: ``status`` ("4 heads · d_head = 8 · 4 panels", and the sequence in the task's
     tokens when it was typed otherwise, e.g. as ids), ``message`` (a friendly
     error, empty when all is well), ``metrics`` (loss and accuracy), ``image`` (the PNG),
     ``diagram`` (the head-split diagram as a PNG), ``progress`` (training's progress bar),
     ``figure`` (the last matplotlib figure drawn), ``weights`` ((panels, T, T) numpy array),
-    ``mask`` ((T, T) bool, True = blocked, the mask the model applied), ``history`` (the
+    ``mask_shown`` ((T, T) bool, True = blocked, the mask the model applied), ``history`` (the
     ``TrainHistory`` in trained mode, else None).
 
     ``prebuild``: build the heatmap grids of every panel count now, so the first visit to
@@ -98,11 +108,15 @@ class AttentionExplorer(widgets.VBox):
         head: int = ALL_HEADS,
         prebuild: bool | None = None,
         diagram: bool = True,
+        layer: int = 0,
     ):
         check_explorer_task(task)
         check_sizes(n_heads, d_model)
+        check_layer(layer, task_n_layers(task))
         # the controls and read-outs (explorer_controls): self.n_heads, ..., self.diagram
-        made = controls.make_widgets(n_heads, d_model, sequence, trained, task, mask, window, head)
+        made = controls.make_widgets(
+            n_heads, d_model, sequence, trained, task, mask, window, head, layer
+        )
         for name, widget in made.items():
             setattr(self, name, widget)
         self.figure = None  # the last matplotlib figure drawn
@@ -130,6 +144,7 @@ class AttentionExplorer(widgets.VBox):
         for control in (self.d_model, self.sequence, self.trained, self.mask, self.window):
             control.observe(self._on_change, names="value")
         self.head.observe(self._on_change, names="value")
+        self.layer.observe(self._on_change, names="value")
         self.mask.observe(self._sync_window, names="value")
         self._sync_window()
         self.redraw()
@@ -141,7 +156,8 @@ class AttentionExplorer(widgets.VBox):
     def __repr__(self) -> str:
         return (
             f"AttentionExplorer(n_heads={self.n_heads.value}, d_model={self.d_model.value}, "
-            f"trained={self.trained.value}, task={self.task.value!r}, mask={self.mask.value!r})"
+            f"trained={self.trained.value}, task={self.task.value!r}, mask={self.mask.value!r}"
+            + (f", layer={self.layer.value})" if task_n_layers(self.task.value) > 1 else ")")
         )
 
     def _repr_mimebundle_(self, **kwargs):
@@ -182,9 +198,16 @@ class AttentionExplorer(widgets.VBox):
             self.head.value = head if head < n_heads else ALL_HEADS
 
     def _on_task(self, change) -> None:
+        task = change["new"]
         with self.hold():
-            self.sequence.placeholder = placeholder(change["new"])
-            self.sequence.value = example_sequence(change["new"])
+            self.sequence.placeholder = placeholder(task)
+            self.sequence.value = example_sequence(task)
+            self.window.max = task_context_length(task)  # the longest input of the task
+            n_layers, layer = task_n_layers(task), self.layer.value
+            if len(self.layer.options) != n_layers:
+                self.layer.options = controls.layer_options(n_layers)
+                self.layer.value = layer if layer < n_layers else 0
+            controls.show_layer_row(self.layer_row, n_layers)
 
     def _on_change(self, change=None) -> None:
         if not self._holding:
@@ -240,7 +263,8 @@ class AttentionExplorer(widgets.VBox):
         model, history = self.model_for(
             s["trained"], s["task"], s["d_model"], s["n_heads"], s["mask"], window
         )
-        heads, w, blocked = head_weights(model, ids, s["head"])  # (panels, T, T), (T, T)
+        # (panels, T, T), (T, T): the heads of the layer on show
+        heads, w, blocked = head_weights(model, ids, s["head"], s["layer"])
         tokens = position_labels(s["task"], ids)  # "3:c=4": position and token
         titles = [_("head {h} · d_head = {d_head}").format(h=h, d_head=d_head) for h in heads]
         grid, png = self._picture.heatmaps(w, tokens, titles, suptitle(s), blocked)
