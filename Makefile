@@ -158,7 +158,7 @@ hub: hub-env
 # Memory and CPU of one student's server per notebook, and 1, 2, 4 students running 08 at
 # once, on a private hub (root only; skipped otherwise): teaching/README.md, "Running it for a class".
 bench-capacity: $(LAB_STAMP)
-	@if [ "$$(id -u)" = 0 ]; then HUB_VENV=$(HUB_VENV) $(BIN)/python -m attention_lab.bench.capacity; \
+	@if [ "$$(id -u)" = 0 ]; then HUB_VENV=$(HUB_VENV) $(BIN)/python hub/classroom/capacity.py; \
 	else echo "bench-capacity: skipped (needs root to create the students' system users)"; fi
 
 explore: $(LAB_STAMP)

@@ -21,6 +21,7 @@ import pwd
 import re
 import shutil
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -51,7 +52,9 @@ def classroom():
         if REQUIRED:
             pytest.fail(f"the hub tests must run in CI: {reason}")
         pytest.skip(reason)
-    from attention_lab.bench import classroom
+    # class operations live beside the hub, not in the package: hub/classroom/classroom.py
+    sys.path.insert(0, str(REPO / "hub" / "classroom"))
+    import classroom
 
     classroom.build_hub_env()
     return classroom

@@ -28,6 +28,7 @@ import pwd
 import re
 import shutil
 import subprocess
+import sys
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -123,7 +124,9 @@ def classroom():
         if REQUIRED:
             pytest.fail(f"the hub tests must run in CI: {reason}")
         pytest.skip(reason)
-    from attention_lab.bench import classroom
+    # class operations live beside the hub, not in the package: hub/classroom/classroom.py
+    sys.path.insert(0, str(REPO / "hub" / "classroom"))
+    import classroom
 
     if os.environ.get("ATTENTION_LAB_HUB_BUILD") != "0":
         classroom.build_hub_env()

@@ -3,7 +3,8 @@
 (a kernel's channels over the websocket: run code, run a notebook). ``classroom.py`` hands
 out a ``Server`` per student (``Hub.server``).
 
-Needs ``requests`` and ``websocket-client``, which the lab extra brings.
+Needs ``requests`` and ``websocket-client``: direct dependencies of the ``hub`` and ``test``
+extras.
 """
 
 from __future__ import annotations

@@ -1,11 +1,15 @@
 """Drive the classroom JupyterHub of ``hub/`` from Python: start a private hub, create
 students through its REST API, start their servers and run notebooks in them through the
-Jupyter kernel API (the websocket a browser uses: ``kernel_client.py``, whose ``Server``,
-``Kernel`` and ``KernelError`` are re-exported here). ``tests/test_hub.py`` and
-``python -m attention_lab bench --capacity`` (``capacity.py``) are built on it.
+Jupyter kernel API (the websocket a browser uses: ``kernel_client.py``).
+``tests/test_hub.py`` and ``make bench-capacity`` (``capacity.py``) are built on it.
+
+Class operations, not the library: these scripts live beside the hub, outside the
+``attention_lab`` package; callers put ``hub/classroom`` on ``sys.path`` (tests) or run them
+as scripts (``python hub/classroom/capacity.py``).
 
 Runs as root only (the hub starts each server as the student's own system user). Needs
-``requests``, ``websocket-client`` and ``psutil``, which the lab extra brings.
+``requests``, ``websocket-client`` and ``psutil``: direct dependencies of the ``hub`` and
+``test`` extras.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .kernel_client import Kernel, KernelError, Server  # noqa: F401 - re-exported
+from kernel_client import Server  # hub/classroom/kernel_client.py, beside this file
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 HUB_DIR = REPO / "hub"
 HUB_VENV = Path(os.environ.get("HUB_VENV", "/opt/attention-lab-hub/venv"))
 CHAPTER = HUB_VENV.parent / "chapter"  # what a first spawn copies (tools/hub_env.sh)

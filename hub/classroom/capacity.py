@@ -1,4 +1,4 @@
-"""``python -m attention_lab.bench.capacity`` (``make bench-capacity``, part of ``make bench``):
+"""``python hub/classroom/capacity.py`` (``make bench-capacity``, part of ``make bench``):
 what one student costs on the classroom hub of ``hub/``.
 
 On a private hub (root only; ``classroom.py`` starts it), for one student's server:
@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import classroom
+import classroom  # hub/classroom/classroom.py, beside this file
 
 MB = 2**20
 CONCURRENT = "08_training_copy_task.ipynb"
@@ -179,7 +179,7 @@ def markdown(rows: list, conc: list, threads: str, cores: int) -> str:
 
 
 def main(argv: list[str] | None = None, log=print) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attention_lab.bench.capacity")
+    parser = argparse.ArgumentParser(prog="python hub/classroom/capacity.py")
     parser.add_argument("--notebooks", nargs="*", help="names; default: every notebooks/*.ipynb")
     parser.add_argument("--concurrent", type=int, nargs="*", default=[1, 2, 4])
     parser.add_argument("--out", default="bench-results")
