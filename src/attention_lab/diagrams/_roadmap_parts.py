@@ -24,6 +24,7 @@ NOTEBOOKS = {
     7: N_("fused QKV"),
     8: N_("training a tiny model"),
     9: N_("lookup by content, how many heads"),
+    10: N_("two layers: induction heads"),
     11: N_("real text: MLP, residuals, layer norm"),
 }
 # which drawn parts each notebook builds (their gids)
@@ -37,6 +38,7 @@ PARTS = {
     7: ("step 7",),
     8: ("embedding", "attention", "linear", "softmax"),
     9: ("attention",),
+    10: ("block", "attention", "residual 1"),  # two blocks' attention on a residual stream
     11: ("ln1", "residual 1", "ln2", "mlp", "residual 2", "ln_f"),
 }
 STEPS = (  # inside the attention sublayer, in the order the chapter builds it

@@ -4,7 +4,9 @@
 causal self-attention -> + residual] -> [LayerNorm -> MLP -> + residual] -> more blocks ->
 LayerNorm -> linear -> softmax. The attention sublayer (the chapter's layer) is filled
 and framed; the parts the tiny model of notebooks 01-09 leaves out (layer norms, MLP,
-residual connections, which notebook 11's ``CharLM`` adds) are drawn dashed and say so.
+residual connections) are drawn dashed and say so: notebook 10 stacks two attention layers
+on a residual stream (the block frame, the attention and its residual), notebook 11's
+``CharLM`` adds the rest.
 Beside the stack, the inside of the attention sublayer step by step: notebooks 01-07.
 """
 
@@ -24,8 +26,8 @@ __all__ = ["CHAPTER_FILL", "HIGHLIGHT", "LEFT_OUT", "NOTEBOOKS", "PARTS", "STEPS
 def roadmap(highlight: int | None = None) -> LabFigure:
     """The chapter on one page: a GPT block drawn as a stack, each notebook 01-11 placed at
     the part it builds, the attention sublayer (the chapter's layer) filled in blue, the
-    parts the tiny model of 01-09 leaves out (layer norm, MLP, residuals: notebook 11)
-    dashed. ``highlight=n`` (a key of ``NOTEBOOKS``) rings notebook n's tag and parts in
+    parts the tiny model of 01-09 leaves out (layer norm, MLP, residuals: notebooks 10 and
+    11) dashed. ``highlight=n`` (a key of ``NOTEBOOKS``) rings notebook n's tag and parts in
     magenta and says "you are here". Patches carry gids: ``"attention"``, ``"mlp"``,
     ``"step 4"``, ..., and the tags ``"notebook 04"``; highlighted parts have ``HIGHLIGHT`` as
     edge colour.
@@ -127,8 +129,8 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         sw + 0.9,
         3.62,
         facecolor="none",
-        edgecolor=EDGE,
-        lw=1.0,
+        edgecolor=HIGHLIGHT if "block" in lit else EDGE,
+        lw=2.4 if "block" in lit else 1.0,
         gid="block",
         clip_on=False,
         zorder=1,
@@ -153,6 +155,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     _label(ax, cx, 4.39, _("this chapter's layer"), size=TICK_SIZE, style="italic", zorder=4)
     _arrow(ax, (cx, 4.23), (cx, 4.0), lw=1.2)
     residual(1, 5.6, 3.82)
+    _badge(ax, cx - 0.72, 3.82, 10, highlight)  # 10: attention on a residual stream
     _arrow(ax, (cx, 3.64), (cx, 3.43), lw=1.2)
     part("ln2", sx + 0.5, 3.03, sw - 1.0, 0.38, "LayerNorm", left_out=True)
     _arrow(ax, (cx, 3.01), (cx, 2.86), lw=1.2)
@@ -163,6 +166,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     _arrow(ax, (cx, 2.43), (cx, 2.37), lw=1.0)
     _arrow(ax, (cx, 2.03), (cx, 1.86), lw=1.2)
     _label(ax, cx, 1.72, _("⋮  more blocks"), size=TICK_SIZE)
+    _badge(ax, tag_x, 1.72, 10, highlight)  # 10: a second layer
     _arrow(ax, (cx, 1.6), (cx, 1.5), lw=1.2)
     part("ln_f", sx + 0.5, 1.12, sw - 1.0, 0.36, _("LayerNorm (final)"), left_out=True)
     _arrow(ax, (cx, 1.1), (cx, 0.95), lw=1.2)
@@ -215,7 +219,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         )
 
     # -- the key and the notebooks outside the attention layer ---------------------------
-    ky = 1.62
+    ky = 1.8
     _text(
         ax,
         ix - 0.7,
@@ -224,6 +228,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
             "08  trains the tiny model (TinyLM): embeddings, one attention layer,\n"
             "      linear, softmax -- no layer norm, no MLP, no residual\n"
             "09  the tiny model again: lookup by content, how many heads\n"
+            "10  two attention layers on a residual stream: induction heads\n"
             "11  real text (CharLM): adds layer norm, the MLP and the residuals"
         ),
         fontsize=TICK_SIZE,
@@ -248,7 +253,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         ax,
         ix - 0.28,
         0.56,
-        _("dashed: left out of the tiny model (01-09), added in 11"),
+        _("dashed: left out of the tiny model of 01-09"),
         size=TICK_SIZE,
         ha="left",
     )
