@@ -25,7 +25,7 @@ from attention_lab.exercises import (
     check_prefix_match_score,
     modules,
 )
-from attention_lab.exercises._core import FAILED, PASSED
+from attention_lab.exercises._summary import FAILED, PASSED
 
 # --- the skeletons' __init__, as the notebooks give them ---------------------------------------
 

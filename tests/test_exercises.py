@@ -1041,7 +1041,7 @@ def test_the_prefix_match_checkers_rules_are_the_librarys_and_its_mistakes_all_d
     every mistake it names gives scores that differ from the right ones and from those of
     every other named mistake by more than the tolerance, so each is told apart."""
     from attention_lab.exercises import lesson10
-    from attention_lab.exercises._core import _close
+    from attention_lab.exercises.core import close
     from attention_lab.interventions import after_previous_occurrence, source_shares
 
     with torch.random.fork_rng(devices=[]):
@@ -1057,10 +1057,10 @@ def test_the_prefix_match_checkers_rules_are_the_librarys_and_its_mistakes_all_d
     mistakes = lesson10._mistakes(weights, ids, "here")
     assert len({message for _shares, message, _hint in mistakes}) == 10
     for shares, message, _hint in mistakes:
-        assert not _close(shares, want, atol=1e-3), message
+        assert not close(shares, want, atol=1e-3), message
         for other, other_message, _ in mistakes:
             if other_message != message:
-                assert not _close(shares, other, atol=1e-3), (message, other_message)
+                assert not close(shares, other, atol=1e-3), (message, other_message)
 
 
 def test_each_checker_lives_in_the_module_of_its_lesson():

@@ -11,7 +11,7 @@ import torch.nn as nn
 
 import attention_lab as lab
 from attention_lab.exercises import modules
-from attention_lab.exercises._core import FAILED, NOT_ATTEMPTED, PASSED
+from attention_lab.exercises._summary import FAILED, NOT_ATTEMPTED, PASSED
 
 
 class Head(nn.Module):

@@ -36,7 +36,7 @@ The exercises, by lesson (exercise N.k is the k-th checker of lesson N):
 * 11: ``check_mean_ablated_loss``
 """
 
-from ._core import EXERCISES, LESSONS, RESULTS, Summary, Verdict, reset, summary
+from ._summary import EXERCISES, LESSONS, RESULTS, Summary, Verdict, reset, summary
 from .lesson01 import check_decay_weights, check_stable_softmax
 from .lesson02 import check_cross_attention
 from .lesson03 import check_projected_score_variance, check_score_variances

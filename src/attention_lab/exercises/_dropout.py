@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 
 from ..i18n import _
-from ._core import _Wrong
+from .core import Wrong
 
 P = 0.25  # 1 / (1 - p) = 4/3, 1 / p = 4 and 1 - p = 3/4 are all different
 N_DRAWS = 400  # sequences in the probe's batch, each with its own dropout draw
@@ -61,7 +61,7 @@ def check_dropout(
 ) -> None:
     """``build(p)`` is the learner's module with dropout=p, probe-sized; ``reference`` the
     library's, with dropout=p and the same shapes; ``forward(module, x)`` the learner's output.
-    Raise ``_Wrong`` naming the first thing about dropout that is wrong."""
+    Raise ``Wrong`` naming the first thing about dropout that is wrong."""
     module = build(P)
     probe_weights(module, n_heads, T)
     reference.load_state_dict(module.state_dict(), strict=False)
@@ -80,7 +80,7 @@ def _check_eval(module, forward, x, want, what) -> None:
         return
     where = _("{what} in eval mode with dropout={p}").format(what=what, p=P)
     if _same(first, want * (1 - P)):
-        raise _Wrong(
+        raise Wrong(
             _("{where}: the weights are multiplied by (1 - p)").format(where=where),
             _(
                 "in eval mode dropout does nothing: the 1 / (1 - p) of training already "
@@ -88,7 +88,7 @@ def _check_eval(module, forward, x, want, what) -> None:
             ),
         )
     if not _same(first, second) or _dropped_some(first, want):
-        raise _Wrong(
+        raise Wrong(
             _("{where}: dropout active in eval mode, so two calls give different outputs").format(
                 where=where
             ),
@@ -97,7 +97,7 @@ def _check_eval(module, forward, x, want, what) -> None:
                 "(F.dropout needs training=self.training)"
             ),
         )
-    raise _Wrong(
+    raise Wrong(
         _("{where}: your output differs from the library's by up to {gap:.3f}").format(
             where=where, gap=(first - want).abs().max().item()
         ),
@@ -109,7 +109,7 @@ def _check_train(got, want, n_heads: int, T: int, what: str) -> None:
     where = _("{what} in training mode with dropout={p}").format(what=what, p=P)
     apply = _("out = self.dropout(weights) @ v: dropout acts on the weights, after the softmax")
     if _same(got, want):
-        raise _Wrong(
+        raise Wrong(
             _("{where}: dropout never applied, no weight was dropped").format(where=where),
             _(
                 "call it: out = self.dropout(weights) @ v (nn.Dropout acts only in training "
@@ -125,7 +125,7 @@ def _check_train(got, want, n_heads: int, T: int, what: str) -> None:
     rows = first.sum(-1)[finite]  # each finite row's sum
     if torch.isnan(got).any() or _same(rows, torch.ones_like(rows)):
         if (zero & kept).any() and _same(rows, torch.ones_like(rows)):
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "{where}: the weights are renormalised after dropout (each row divided "
                     "by its sum; a row where everything was dropped gives NaN)"
@@ -135,12 +135,12 @@ def _check_train(got, want, n_heads: int, T: int, what: str) -> None:
                     "whichever weights survived; rows sum to 1 only on average"
                 ),
             )
-        raise _Wrong(
+        raise Wrong(
             _("{where}: dropout was applied to the scores, before the softmax").format(where=where),
             apply,
         )
     if not _same(halves[..., 0, :], halves[..., 1, :]):
-        raise _Wrong(
+        raise Wrong(
             _(
                 "{where}: dropout acts on the output or on the values, not on the attention weights"
             ).format(where=where),
@@ -166,9 +166,9 @@ def _check_train(got, want, n_heads: int, T: int, what: str) -> None:
         ),
     ):
         if torch.allclose(ratio, torch.full_like(ratio, factor), rtol=1e-4, atol=1e-5):
-            raise _Wrong(message.format(where=where), hint)
+            raise Wrong(message.format(where=where), hint)
     if not torch.allclose(ratio, torch.full_like(ratio, 1 / (1 - P)), rtol=1e-4, atol=1e-5):
-        raise _Wrong(
+        raise Wrong(
             _(
                 "{where}: the surviving weights are scaled by {low:.3g} to {high:.3g}, "
                 "not by 1 / (1 - p) = {want:.3g}"
@@ -179,7 +179,7 @@ def _check_train(got, want, n_heads: int, T: int, what: str) -> None:
         )
     share = (zero & kept).sum().item() / kept.sum().item()
     if abs(share - P) > 0.05:
-        raise _Wrong(
+        raise Wrong(
             _("{where}: {share:.0%} of the weights are dropped, not p = {p:.0%}").format(
                 where=where, share=share, p=P
             ),

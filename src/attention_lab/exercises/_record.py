@@ -2,14 +2,14 @@
 
 A notebook calls a checker by a name it imported, ``check_x(fn)``, and so can any cell after
 it rebind that name, or the attribute of ``attention_lab.exercises`` it came from. An
-nbgrader test cell must not trust either. ``register`` (called by ``_core.checker`` once per
+nbgrader test cell must not trust either. ``register`` (called by ``core.checker`` once per
 checker, at import, before any learner code runs) keeps the checker the library built and
 returns it wrapped so that every run records its verdict here; ``graded_check`` runs that
 kept checker, never a name the notebook or a module attribute holds, and accepts its verdict
 only when it is the one the wrapper recorded for this very run, a ``Verdict`` of the library.
 
 What this does not stop: code in the same kernel that patches the library's own internals
-(this module, ``_core``, ``torch``) before the test cell runs. teaching/grading.md says what
+(this module, ``core``, ``torch``) before the test cell runs. teaching/grading.md says what
 nbgrader can and cannot guarantee.
 """
 
@@ -31,7 +31,7 @@ _RUNS = [0]
 
 
 def register(check: Callable[..., Verdict]) -> Callable[..., Verdict]:
-    """Keep ``check`` (a checker from ``_core.checker``, with ``.exercise``) and return it
+    """Keep ``check`` (a checker from ``core.checker``, with ``.exercise``) and return it
     wrapped: the same call, the same verdict, recorded here."""
     name = check.exercise
 

@@ -1,6 +1,6 @@
 """What the checkers found and what the learner sees of it: ``Verdict`` (one check's
 result), the registry of results (``EXERCISES``, ``RESULTS``) that the ``checker`` decorator of
-``_core`` fills, and ``summary``/``reset``, the learner's table of it.
+``core`` fills, and ``summary``/``reset``, the learner's table of it.
 """
 
 from __future__ import annotations

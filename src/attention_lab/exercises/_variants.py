@@ -6,7 +6,7 @@ queries, a mask that was never assigned back, heads merged without the transpose
 Each mistake is one option of one step ("scale", "softmax", "mask", ...); a variant picks
 one option per step, so up to two mistakes at once are recognised too. ``name_the_mistake`` runs
 every variant on the probe input, keeps those within the checker's tolerance of the
-learner's output, and raises ``_Wrong`` naming the mistakes of the closest one (the fewest
+learner's output, and raises ``Wrong`` naming the mistakes of the closest one (the fewest
 mistakes first). It returns quietly when no variant explains the output: the checker then
 falls back to "differs by up to x".
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from ..i18n import _
-from ._core import _Wrong
+from .core import Wrong
 
 # --- the matching ----------------------------------------------------------------------------
 
@@ -56,7 +56,7 @@ def _gap(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def _close_enough(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """The checkers' tolerance (``_core._close``), NaN equal to NaN."""
+    """The checkers' tolerance (``core._close``), NaN equal to NaN."""
     return a.shape == b.shape and torch.allclose(
         a.detach().double(), b.detach().double(), atol=1e-5, rtol=1e-4, equal_nan=True
     )
@@ -68,7 +68,7 @@ def name_the_mistake(
     compute: Callable[..., torch.Tensor],
     where: str,
 ) -> None:
-    """Raise ``_Wrong`` naming the mistakes of the variant closest to ``got``, if one is close.
+    """Raise ``Wrong`` naming the mistakes of the variant closest to ``got``, if one is close.
 
     ``steps`` maps each step to its options, the right one first; ``compute(**choice)`` is
     the output with ``choice[step]`` the key of the option taken at each step. Variants with
@@ -94,7 +94,7 @@ def name_the_mistake(
     if best is None:
         return
     mistakes = best[1]
-    raise _Wrong(
+    raise Wrong(
         _("{where}: {mistakes}").format(
             where=where, mistakes=_("; ").join(option.label for option in mistakes)
         ),

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from ..i18n import N_, _
-from ._core import _call, _close, _require_rows_sum_to_one, _tensor, _Wrong, checker
+from .core import Wrong, answer_tensor, call, checker, close, require_rows_sum_to_one
 
 # --- exercise 1.1: a softmax by hand that does not overflow ----------------------------------
 
@@ -58,19 +58,21 @@ def check_stable_softmax(fn) -> str:
     for what, scores in cases:
         shown = _(what)
         with _watch_softmax() as calls:
-            got = _call(fn, scores.clone())
+            got = call(fn, scores.clone())
         if calls:
-            raise _Wrong(
+            raise Wrong(
                 _("your function calls torch's own softmax; this exercise writes it by hand"),
                 _("use torch.exp and a sum over the last axis: e / e.sum(dim=-1, keepdim=True)"),
             )
-        got = _tensor(got, _("the weights for {what}").format(what=shown), tuple(scores.shape))
+        got = answer_tensor(
+            got, _("the weights for {what}").format(what=shown), tuple(scores.shape)
+        )
         want = torch.softmax(scores.double(), dim=-1)  # (..., n)
-        if _close(got, want):
+        if close(got, want):
             continue
         if torch.isnan(got).any():
             if what == "rows of very different size":
-                raise _Wrong(
+                raise Wrong(
                     _(
                         "a row far below the largest score of the whole tensor comes out as NaN: "
                         "you subtracted one maximum for every row"
@@ -78,14 +80,14 @@ def check_stable_softmax(fn) -> str:
                     _("subtract each row's own maximum: scores.max(dim=-1, keepdim=True).values"),
                 )
             if what == "large scores":
-                raise _Wrong(
+                raise Wrong(
                     _(
                         "for {what} the weights are NaN: exp(1000) overflows to inf, and "
                         "inf / inf is NaN"
                     ).format(what=shown),
                     _("subtract the row's maximum first; softmax(s - c) = softmax(s) for any c"),
                 )
-            raise _Wrong(
+            raise Wrong(
                 _("for {what} some weights are NaN").format(what=shown),
                 _(
                     "a blocked score of -inf must give exp(-inf) = 0; subtract each row's "
@@ -93,17 +95,17 @@ def check_stable_softmax(fn) -> str:
                 ),
             )
         other = torch.softmax(scores.double(), dim=0) if scores.dim() == 2 else None
-        if other is not None and _close(got, other):
-            raise _Wrong(
+        if other is not None and close(got, other):
+            raise Wrong(
                 _("for {what} each column sums to 1, not each row").format(what=shown),
                 _("sum over the last axis: e.sum(dim=-1, keepdim=True)"),
             )
-        _require_rows_sum_to_one(
+        require_rows_sum_to_one(
             got,
             _("for {what}").format(what=shown),
             _("divide each exp by the sum of its row: e / e.sum(dim=-1, keepdim=True)"),
         )
-        raise _Wrong(
+        raise Wrong(
             _("for {what} your weights differ from the softmax by up to {gap:.3g}").format(
                 what=shown, gap=(got.double() - want).abs().max().item()
             ),
@@ -130,22 +132,24 @@ def check_decay_weights(fn) -> str:
     """``fn(T, r) -> (T, T)``: row i gives key j <= i a weight proportional to r**(i - j) and
     the future 0; each row sums to 1. r = 1 is the equal running mean of Version 2."""
     for T, r in ((6, 0.5), (5, 1.0), (8, 0.9), (1, 0.3)):
-        got = _tensor(_call(fn, T, r), _("the weights for T={T}, r={r}").format(T=T, r=r), (T, T))
+        got = answer_tensor(
+            call(fn, T, r), _("the weights for T={T}, r={r}").format(T=T, r=r), (T, T)
+        )
         want = _reference_decay(T, r)  # (T, T)
-        if _close(got, want):
+        if close(got, want):
             continue
         where = _("with T={T}, r={r}").format(T=T, r=r)
         w = got.detach().double()
         future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
         if T > 1 and w[future].abs().max().item() > 1e-6:
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, a future key (j > i) gets weight up to {weight:.2f}").format(
                     where=where, weight=w[future].abs().max()
                 ),
                 _("position i looks only at j <= i: give j > i the weight 0 (or the score -inf)"),
             )
-        if _close(w, _reference_decay(T, 1 / r).tril()):
-            raise _Wrong(
+        if close(w, _reference_decay(T, 1 / r).tril()):
+            raise Wrong(
                 _(
                     "{where}, the oldest token gets the most weight: the distance is counted the "
                     "wrong way round"
@@ -155,16 +159,16 @@ def check_decay_weights(fn) -> str:
         unnormalised = torch.tensor(
             [[r ** (i - j) if j <= i else 0.0 for j in range(T)] for i in range(T)]
         )
-        if _close(w, unnormalised):
-            raise _Wrong(
+        if close(w, unnormalised):
+            raise Wrong(
                 _(
                     "{where}, the rows sum to more than 1 (row {row} sums to {total:.2f}): "
                     "the weights are not normalised"
                 ).format(where=where, row=T - 1, total=w[-1].sum().item()),
                 _("divide each row by its sum: w / w.sum(dim=-1, keepdim=True)"),
             )
-        _require_rows_sum_to_one(w, where, _("a weighted average needs rows that sum to 1"))
-        raise _Wrong(
+        require_rows_sum_to_one(w, where, _("a weighted average needs rows that sum to 1"))
+        raise Wrong(
             _(
                 "{where}, the weights differ from r ** (i - j), normalised, by up to {gap:.3f}"
             ).format(where=where, gap=(w - want).abs().max().item()),

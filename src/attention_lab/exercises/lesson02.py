@@ -11,7 +11,7 @@ import torch.nn as nn
 
 from ..heads import SingleHeadAttention
 from ..i18n import N_, _
-from ._core import _call, _close, _tensor, _Wrong, checker
+from .core import Wrong, answer_tensor, call, checker, close
 
 # --- exercise 2.1: cross-attention -----------------------------------------------------------
 
@@ -30,9 +30,9 @@ def check_cross_attention(fn) -> str:
             want_w = torch.softmax(scores / math.sqrt(d_head), dim=-1)  # (B, T_q, T_kv)
             want_out = want_w @ v  # (B, T_q, d_head)
             layers = [_copy(layer) for layer in (head.W_q, head.W_k, head.W_v)]
-            result = _call(fn, x_q.clone(), x_kv.clone(), *layers)
+            result = call(fn, x_q.clone(), x_kv.clone(), *layers)
         if not (isinstance(result, tuple) and len(result) == 2):
-            raise _Wrong(
+            raise Wrong(
                 _("your function returned a {type}, not (out, weights)").format(
                     type=type(result).__name__
                 ),
@@ -42,40 +42,40 @@ def check_cross_attention(fn) -> str:
         got_w = result[1]
         if isinstance(got_w, torch.Tensor) and T_q != T_kv:
             if tuple(got_w.shape) == (B, T_kv, T_q):
-                raise _Wrong(
+                raise Wrong(
                     _("{where}, the weights are (B, T_kv, T_q) = {shape}: keys on the rows").format(
                         where=where, shape=tuple(got_w.shape)
                     ),
                     _("row i holds query i: scores = q @ k.transpose(-2, -1), (B, T_q, T_kv)"),
                 )
             if tuple(got_w.shape) in ((B, T_q, T_q), (B, T_kv, T_kv)):
-                raise _Wrong(
+                raise Wrong(
                     _(
                         "{where}, the weights are {shape}: queries and keys come from "
                         "the same sequence"
                     ).format(where=where, shape=tuple(got_w.shape)),
                     _("queries from x_q, keys (and values) from x_kv"),
                 )
-        weights = _tensor(got_w, "weights", (B, T_q, T_kv))
-        out = _tensor(result[0], "out", (B, T_q, d_head))
-        if _close(weights, want_w) and _close(out, want_out):
+        weights = answer_tensor(got_w, "weights", (B, T_q, T_kv))
+        out = answer_tensor(result[0], "out", (B, T_q, d_head))
+        if close(weights, want_w) and close(out, want_out):
             continue
-        if _close(weights, torch.softmax(scores, dim=-1)):
-            raise _Wrong(
+        if close(weights, torch.softmax(scores, dim=-1)):
+            raise Wrong(
                 _("{where}, the scores are not scaled").format(where=where),
                 _(
                     "divide q @ k.transpose(-2, -1) by √d_head (here √{d_head}) before the softmax"
                 ).format(d_head=d_head),
             )
-        if _close(weights, torch.softmax(scores / math.sqrt(d_head), dim=-2)):
-            raise _Wrong(
+        if close(weights, torch.softmax(scores / math.sqrt(d_head), dim=-2)):
+            raise Wrong(
                 _("{where}, each column of the weights sums to 1, not each row").format(
                     where=where
                 ),
                 _("softmax over the keys, the last dimension: torch.softmax(scores, dim=-1)"),
             )
-        if T_q == T_kv and _close(weights, want_w.transpose(-2, -1)):
-            raise _Wrong(
+        if T_q == T_kv and close(weights, want_w.transpose(-2, -1)):
+            raise Wrong(
                 _(
                     "{where}, the weights are transposed: keys on the rows, queries on the columns"
                 ).format(where=where),
@@ -87,20 +87,20 @@ def check_cross_attention(fn) -> str:
                     q @ head.W_k(x_q).transpose(-2, -1) / math.sqrt(d_head), dim=-1
                 )  # keys from x_q by mistake
                 self_out = want_w @ head.W_v(x_q)  # values from x_q by mistake
-            if _close(weights, self_w):
-                raise _Wrong(
+            if close(weights, self_w):
+                raise Wrong(
                     _("{where}, the keys come from x_q").format(where=where),
                     _("keys (and values) come from x_kv"),
                 )
-            if _close(weights, want_w) and _close(out, self_out):
-                raise _Wrong(
+            if close(weights, want_w) and close(out, self_out):
+                raise Wrong(
                     _("{where}, the weights are right, but the values come from x_q").format(
                         where=where
                     ),
                     _("the values come from the sequence being read: v = W_v(x_kv)"),
                 )
-        if not _close(weights, want_w):
-            raise _Wrong(
+        if not close(weights, want_w):
+            raise Wrong(
                 _("{where}, the weights differ from the reference by up to {gap:.3f}").format(
                     where=where, gap=(weights - want_w).abs().max().item()
                 ),
@@ -109,14 +109,14 @@ def check_cross_attention(fn) -> str:
                     "weights = softmax(q @ k.transpose(-2, -1) / √d_head)"
                 ),
             )
-        if _close(out, weights @ k):
-            raise _Wrong(
+        if close(out, weights @ k):
+            raise Wrong(
                 _(
                     "{where}, the weights are right, but out uses the keys where the values belong"
                 ).format(where=where),
                 _("out is the weighted average of the values: weights @ W_v(x_kv)"),
             )
-        raise _Wrong(
+        raise Wrong(
             _("{where}, the weights are right but out is not").format(where=where),
             _("out is the weighted average of the values: weights @ W_v(x_kv)"),
         )
@@ -124,8 +124,8 @@ def check_cross_attention(fn) -> str:
         head = SingleHeadAttention(6, 4).eval()
         x = torch.randn(2, 5, 6)  # (B, T, d_in)
         layers = [_copy(layer) for layer in (head.W_q, head.W_k, head.W_v)]
-        out, _weights = _call(fn, x, x, *layers)
-        same = _close(out, head(x))
+        out, _weights = call(fn, x, x, *layers)
+        same = close(out, head(x))
     if same:
         return _(
             "queries from one sequence, keys and values from the other; "

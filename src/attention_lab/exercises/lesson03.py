@@ -9,7 +9,7 @@ import math
 import torch
 
 from ..i18n import N_, _
-from ._core import _call, _Wrong, checker
+from .core import Wrong, call, checker
 
 # --- exercise 3.1: measure Var(q·k) and Var(q·k / √d_head) -----------------------------------
 
@@ -19,14 +19,14 @@ def _pair(answer, what: str) -> tuple[float, float]:
     big = [t for t in parts if isinstance(t, torch.Tensor) and t.numel() > 1]
     if big or (isinstance(answer, torch.Tensor) and answer.numel() > 2):
         answer = big[0] if big else answer
-        raise _Wrong(
+        raise Wrong(
             _("{what}: your function returned a tensor of shape {shape}, not two numbers").format(
                 what=what, shape=tuple(answer.shape)
             ),
             _("one score per pair: (q * k).sum(dim=-1) is (N,); its .var() is one number"),
         )
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
-        raise _Wrong(
+        raise Wrong(
             _("{what}: your function returned a {type}, not two numbers").format(
                 what=what, type=type(answer).__name__
             ),
@@ -35,7 +35,7 @@ def _pair(answer, what: str) -> tuple[float, float]:
     try:
         return float(answer[0]), float(answer[1])
     except (TypeError, ValueError, RuntimeError):
-        raise _Wrong(
+        raise Wrong(
             _("{what}: the two values are not numbers").format(what=what),
             _("turn a one-number tensor into a float with .item()"),
         ) from None
@@ -52,7 +52,7 @@ def check_score_variances(fn) -> str:
         raw = (q.double() * k.double()).sum(dim=-1)  # (N,)
         want = (raw.var().item(), (raw / math.sqrt(d_head)).var().item())
         got = _pair(
-            _call(fn, q.clone(), k.clone()),
+            call(fn, q.clone(), k.clone()),
             _("for N={N}, d_head={d_head}").format(N=N, d_head=d_head),
         )
         if all(math.isclose(g, w, rel_tol=1e-3) for g, w in zip(got, want)):
@@ -62,7 +62,7 @@ def check_score_variances(fn) -> str:
         where = _("for {N} pairs of width d_head={d_head}").format(N=N, d_head=d_head)
         g_raw, g_scaled = got
         if math.isclose(g_raw, math.sqrt(want[0]), rel_tol=1e-3):
-            raise _Wrong(
+            raise Wrong(
                 _("{where} you return {got:.3g}: that is the standard deviation").format(
                     where=where, got=g_raw
                 ),
@@ -70,7 +70,7 @@ def check_score_variances(fn) -> str:
             )
         all_pairs = (q.double() @ k.double().T).var().item()  # every q against every k
         if math.isclose(g_raw, all_pairs, rel_tol=1e-3) and N > 1:
-            raise _Wrong(
+            raise Wrong(
                 _("{where} you scored every query against every key ({N} x {N} scores)").format(
                     where=where, N=N
                 ),
@@ -78,28 +78,28 @@ def check_score_variances(fn) -> str:
             )
         if math.isclose(g_raw, want[0], rel_tol=1e-3):
             if math.isclose(g_scaled, want[0] / d_head**2, rel_tol=1e-3) and d_head > 1:
-                raise _Wrong(
+                raise Wrong(
                     _("{where} the scaled variance is divided by d_head² = {square}").format(
                         where=where, square=d_head**2
                     ),
                     _("divide the scores by √d_head, not by d_head"),
                 )
             if math.isclose(g_scaled, want[0] / math.sqrt(d_head), rel_tol=1e-3) and d_head > 1:
-                raise _Wrong(
+                raise Wrong(
                     _("{where} you divided the variance by √d_head").format(where=where),
                     _(
                         "scale the scores, then take their variance: a constant c multiplies a "
                         "variance by c²"
                     ),
                 )
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "{where} the raw variance is right ({raw:.3g}), the scaled one is not "
                     "({scaled:.3g}, expected {want:.3g})"
                 ).format(where=where, raw=g_raw, scaled=g_scaled, want=want[1]),
                 _("scaled scores: (q * k).sum(dim=-1) / math.sqrt(d_head), then .var()"),
             )
-        raise _Wrong(
+        raise Wrong(
             _("{where} you measure {got:.3g}; the variance of the scores is {want:.3g}").format(
                 where=where, got=g_raw, want=want[0]
             ),
@@ -121,11 +121,11 @@ def check_projected_score_variance(fn) -> str:
     for d_head, var_q, var_k in ((16, 1.0, 1.0), (64, 1 / 3, 1 / 3), (8, 2.0, 0.5), (4, 4.0, 1.0)):
         for scaled in (False, True):
             want = var_q * var_k * (1 if scaled else d_head)
-            answer = _call(fn, d_head, var_q, var_k, scaled)
+            answer = call(fn, d_head, var_q, var_k, scaled)
             try:
                 got = float(answer)
             except (TypeError, ValueError, RuntimeError):
-                raise _Wrong(
+                raise Wrong(
                     _("your function returned a {type}, not a number").format(
                         type=type(answer).__name__
                     ),
@@ -142,27 +142,27 @@ def check_projected_score_variance(fn) -> str:
             if math.isclose(got, (var_q + var_k) * base, rel_tol=1e-6) and var_q * var_k != (
                 var_q + var_k
             ):
-                raise _Wrong(
+                raise Wrong(
                     _("for {case} you predict {got:.4g}: you added the variances").format(
                         case=case, got=got
                     ),
                     _("for independent q_m and k_m of mean 0, Var(q_m k_m) = Var(q_m) · Var(k_m)"),
                 )
             if math.isclose(got, base, rel_tol=1e-6):
-                raise _Wrong(
+                raise Wrong(
                     _("for {case} you predict {got:.4g}, as if every entry had variance 1").format(
                         case=case, got=got
                     ),
                     _("each product q_m k_m now has variance var_q · var_k"),
                 )
             if math.isclose(got, math.sqrt(var_q * var_k) * base, rel_tol=1e-6):
-                raise _Wrong(
+                raise Wrong(
                     _(
                         "for {case} you predict {got:.4g}: the product of standard deviations"
                     ).format(case=case, got=got),
                     _("Var(q_m k_m) = Var(q_m) · Var(k_m) when both have mean 0"),
                 )
-            raise _Wrong(
+            raise Wrong(
                 _("for {case} you predict {got:.4g}; the maths gives {want:.4g}").format(
                     case=case, got=got, want=want
                 ),

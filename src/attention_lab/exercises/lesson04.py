@@ -7,7 +7,7 @@ import torch
 
 from ..i18n import N_, _
 from ..masks import causal_mask, sliding_window_mask
-from ._core import _call, _tensor, _Wrong, checker
+from .core import Wrong, answer_tensor, call, checker
 
 # --- exercise 4.1: a test that catches a look into the future --------------------------------
 
@@ -68,11 +68,11 @@ def check_looks_ahead(fn) -> str:
     B, T, D = 2, 6, 8
     x = torch.randn(B, T, D)  # (B, T, D)
     for name, attend, leaks in _cases(T, D):
-        answer = _call(fn, attend, x.clone())
+        answer = call(fn, attend, x.clone())
         if isinstance(answer, torch.Tensor) and answer.numel() == 1:
             answer = bool(answer)
         if not isinstance(answer, bool):
-            raise _Wrong(
+            raise Wrong(
                 _("for {name} your function returned a {type}, not True or False").format(
                     name=_(name), type=type(answer).__name__
                 ),
@@ -89,8 +89,8 @@ def check_looks_ahead(fn) -> str:
                 )
             else:
                 how = _("change one token j at a time and compare the outputs at i < j")
-            raise _Wrong(_("your test lets {name} pass as causal").format(name=_(name)), how)
-        raise _Wrong(
+            raise Wrong(_("your test lets {name} pass as causal").format(name=_(name)), how)
+        raise Wrong(
             _("your test flags {name}, which cannot see the future").format(name=_(name)),
             _(
                 "the output at the changed position j itself may change; compare only "
@@ -107,14 +107,14 @@ def check_looks_ahead(fn) -> str:
 def check_sliding_mask(fn) -> str:
     """``fn(T, window) -> (T, T) bool``, True = blocked; checked against sliding_window_mask."""
     for T, window in ((12, 8), (10, 3), (6, 1), (5, 8), (8, 8)):
-        got = _tensor(
-            _call(fn, T, window),
+        got = answer_tensor(
+            call(fn, T, window),
             _("the mask for T={T}, window={window}").format(T=T, window=window),
             (T, T),
         )
         want = sliding_window_mask(T, window)  # (T, T)
         if got.dtype != torch.bool:
-            raise _Wrong(
+            raise Wrong(
                 _("the mask has dtype {dtype}, but masks are torch.bool (True = blocked)").format(
                     dtype=got.dtype
                 ),
@@ -124,7 +124,7 @@ def check_sliding_mask(fn) -> str:
             continue
         where = _("with T={T}, window={window}").format(T=T, window=window)
         if torch.equal(got, ~want):
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "{where}, your mask is the exact opposite: it blocks the positions a token "
                     "may see and lets the future through"
@@ -136,12 +136,12 @@ def check_sliding_mask(fn) -> str:
             )
         future = causal_mask(T)
         if not got[future].all():
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, some future positions are not blocked").format(where=where),
                 _("every j > i must be True: torch.triu(ones, diagonal=1)"),
             )
         if got.diagonal().any():
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, the diagonal is blocked: a position cannot see itself").format(
                     where=where
                 ),
@@ -149,7 +149,7 @@ def check_sliding_mask(fn) -> str:
             )
         seen, expected = (~got).sum(-1), (~want).sum(-1)  # (T,), (T,)
         row = int((seen != expected).nonzero()[0])
-        raise _Wrong(
+        raise Wrong(
             _(
                 "{where}, row {row} sees {seen} positions; it should see "
                 "{expected} (itself and the {before} before it)"

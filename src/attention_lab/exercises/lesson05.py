@@ -7,7 +7,7 @@ import torch
 
 from ..i18n import N_, _
 from ..masks import causal_mask
-from ._core import _call, _close, _masked_softmax, _tensor, _Wrong, checker
+from .core import Wrong, answer_tensor, call, checker, close, masked_softmax
 
 # --- new: dropout's 1 / (1 - p) --------------------------------------------------------------
 
@@ -19,51 +19,51 @@ def check_dropout_rescale(fn) -> str:
     divides the survivors by (1 - p), as ``nn.Dropout`` does in training mode."""
     T = 6
     for p in (0.25, 0.5, 0.0):
-        weights = _masked_softmax(torch.randn(2, T, T) * 2, causal_mask(T))  # (B, T, T)
+        weights = masked_softmax(torch.randn(2, T, T) * 2, causal_mask(T))  # (B, T, T)
         keep = torch.rand(2, T, T) >= p  # (B, T, T), True = kept
-        got = _tensor(
-            _call(fn, weights.clone(), keep.clone(), p), _("the result at p={p}").format(p=p)
+        got = answer_tensor(
+            call(fn, weights.clone(), keep.clone(), p), _("the result at p={p}").format(p=p)
         )
         if tuple(got.shape) != tuple(weights.shape):
-            raise _Wrong(
+            raise Wrong(
                 _("at p={p} the result has shape {shape}, expected {expected}").format(
                     p=p, shape=tuple(got.shape), expected=tuple(weights.shape)
                 ),
                 _("multiply elementwise: the result has the shape of the weights"),
             )
         want = weights * keep / (1 - p)  # (B, T, T)
-        if _close(got, want):
+        if close(got, want):
             continue
         where = _("at p={p}").format(p=p)
-        if _close(got, weights * keep):
-            raise _Wrong(
+        if close(got, weights * keep):
+            raise Wrong(
                 _(
                     "{where}, the survivors keep their old values, so on average a row now sums "
                     "to 1 - p = {mean:g}, not 1"
                 ).format(where=where, mean=1 - p),
                 _("divide the survivors by (1 - p): weights * keep / (1 - p)"),
             )
-        if p > 0 and _close(got, weights * keep / p):
-            raise _Wrong(
+        if p > 0 and close(got, weights * keep / p):
+            raise Wrong(
                 _("{where}, the survivors are divided by p").format(where=where),
                 _("divide by (1 - p), not p"),
             )
-        if _close(got, weights * keep * (1 - p)):
-            raise _Wrong(
+        if close(got, weights * keep * (1 - p)):
+            raise Wrong(
                 _(
                     "{where}, the survivors are multiplied by (1 - p): that shrinks them further"
                 ).format(where=where),
                 _("divide by (1 - p) so that the expected value stays the same"),
             )
-        if _close(got, weights * ~keep / (1 - p)) or _close(got, weights * ~keep):
-            raise _Wrong(
+        if close(got, weights * ~keep / (1 - p)) or close(got, weights * ~keep):
+            raise Wrong(
                 _("{where}, you kept the weights that should be dropped").format(where=where),
                 _("keep is True where a weight survives: weights * keep"),
             )
         kept = weights * keep  # (B, T, T)
         renormalised = kept / kept.sum(dim=-1, keepdim=True)  # (B, T, T)
-        if _close(got, renormalised) or torch.isnan(got).any():
-            raise _Wrong(
+        if close(got, renormalised) or torch.isnan(got).any():
+            raise Wrong(
                 _(
                     "{where}, each row is renormalised to sum to 1 (a row where everything was "
                     "dropped gives NaN)"
@@ -73,16 +73,16 @@ def check_dropout_rescale(fn) -> str:
                     "weights survived; rows sum to 1 only on average"
                 ),
             )
-        raise _Wrong(
+        raise Wrong(
             _(
                 "{where}, the result differs from weights * keep / (1 - p) by up to {gap:.3f}"
             ).format(where=where, gap=(got - want).abs().max().item()),
             _("zero the dropped weights and divide the survivors by (1 - p)"),
         )
     p, n_draws = 0.5, 4000
-    weights = _masked_softmax(torch.randn(T, T) * 2, causal_mask(T))  # (T, T)
+    weights = masked_softmax(torch.randn(T, T) * 2, causal_mask(T))  # (T, T)
     keep = torch.rand(n_draws, T, T) >= p  # (n_draws, T, T): a fresh mask per draw
-    mean = _call(fn, weights.expand(n_draws, T, T), keep, p).mean(0)  # (T, T)
+    mean = call(fn, weights.expand(n_draws, T, T), keep, p).mean(0)  # (T, T)
     gap = (mean - weights).abs().max().item()
     return _(
         "survivors are rescaled by 1 / (1 - p); over {draws} draws at p={p} the mean "

@@ -14,7 +14,7 @@ from ..heads import CausalAttention
 from ..i18n import N_, _
 from ..masks import causal_mask, sliding_window_mask
 from ..multihead import MultiHeadAttention
-from ._core import _call, _close, _masked_softmax, _tensor, _Wrong, checker
+from .core import Wrong, answer_tensor, call, checker, close, masked_softmax
 
 # --- exercise 6.1: one head of MultiHeadAttention, on its own --------------------------------
 
@@ -31,16 +31,16 @@ def check_head_as_causal(fn) -> str:
             _out, want_w = mha(x, return_weights=True)  # (B, H, T, T)
             v = mha.W_v(x).view(2, T, H, d_head).transpose(1, 2)  # (B, H, T, d_head)
             want_out = want_w @ v  # (B, H, T, d_head)
-        head = _call(fn, mha, h)
+        head = call(fn, mha, h)
         if not isinstance(head, CausalAttention):
-            raise _Wrong(
+            raise Wrong(
                 _("your function returned a {type}, not a CausalAttention").format(
                     type=type(head).__name__
                 ),
                 _("return the CausalAttention you built"),
             )
         if head.d_out != d_head:
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "your head has d_out={d_out}; one head of {H} at d_model={D} is "
                     "d_head={d_head} wide"
@@ -49,28 +49,28 @@ def check_head_as_causal(fn) -> str:
             )
         head.eval()
         with torch.no_grad():
-            result = _call(head, x, return_weights=True)
-        out = _tensor(result[0], _("the head's output"), (2, T, d_head))
-        weights = _tensor(result[1], _("the head's weights"), (2, T, T))
-        if _close(weights, want_w[:, h]) and _close(out, want_out[:, h]):
+            result = call(head, x, return_weights=True)
+        out = answer_tensor(result[0], _("the head's output"), (2, T, d_head))
+        weights = answer_tensor(result[1], _("the head's weights"), (2, T, T))
+        if close(weights, want_w[:, h]) and close(out, want_out[:, h]):
             continue
         where = _("with d_model={D}, n_heads={H}, head h={h}").format(D=D, H=H, h=h)
         for other in range(H):
-            if other != h and _close(weights, want_w[:, other]):
-                raise _Wrong(
+            if other != h and close(weights, want_w[:, other]):
+                raise Wrong(
                     _("{where}, your head computes the weights of head {other}").format(
                         where=where, other=other
                     ),
                     _("head h owns rows h*d_head:(h+1)*d_head of W_q, W_k and W_v"),
                 )
-        if _close(weights, want_w[:, h]):
-            raise _Wrong(
+        if close(weights, want_w[:, h]):
+            raise Wrong(
                 _("{where}, the weights are head {h}'s, but the output is not").format(
                     where=where, h=h
                 ),
                 _("copy W_v's rows of head h as well"),
             )
-        raise _Wrong(
+        raise Wrong(
             _("{where}, the weights differ from head {h}'s by up to {gap:.3f}").format(
                 where=where, h=h, gap=(weights - want_w[:, h]).abs().max().item()
             ),
@@ -92,81 +92,81 @@ def check_einsum_attention(fn) -> str:
     for kind in ("none", "causal", "sliding"):
         q, k, v = torch.randn(3, B, H, T, d)  # (B, H, T, d_head) each
         mask = {"none": None, "causal": causal_mask(T), "sliding": sliding_window_mask(T, 2)}[kind]
-        result = _call(fn, q, k, v, mask)
+        result = call(fn, q, k, v, mask)
         if not (isinstance(result, tuple) and len(result) == 2):
-            raise _Wrong(
+            raise Wrong(
                 _("your function returned a {type}, not (context, weights)").format(
                     type=type(result).__name__
                 ),
                 _("return context, weights"),
             )
-        context = _tensor(result[0], "context", (B, H, T, d))
-        weights = _tensor(result[1], "weights", (B, H, T, T))
+        context = answer_tensor(result[0], "context", (B, H, T, d))
+        weights = answer_tensor(result[1], "weights", (B, H, T, T))
         sdpa_mask = None if mask is None else ~mask  # SDPA: True = may attend
         want_ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=sdpa_mask)  # (B, H, T, d)
         scores = torch.matmul(q, k.transpose(-2, -1))  # (B, H, T, T), unscaled
         blocked = torch.zeros(T, T, dtype=torch.bool) if mask is None else mask
-        want_w = _masked_softmax(scores / math.sqrt(d), blocked)  # (B, H, T, T)
-        if _close(weights, want_w, 1e-5) and _close(context, want_ctx, 1e-5):
+        want_w = masked_softmax(scores / math.sqrt(d), blocked)  # (B, H, T, T)
+        if close(weights, want_w, 1e-5) and close(context, want_ctx, 1e-5):
             continue
         where = _("with mask={kind}").format(kind=kind)
-        if _close(weights, _masked_softmax(scores, blocked)):
-            raise _Wrong(
+        if close(weights, masked_softmax(scores, blocked)):
+            raise Wrong(
                 _("{where}, the scores are not scaled").format(where=where),
                 _("divide q·k by √d_head (here √{d_head}) before the softmax").format(d_head=d),
             )
-        if _close(weights, _masked_softmax(scores / d, blocked)):
-            raise _Wrong(
+        if close(weights, masked_softmax(scores / d, blocked)):
+            raise Wrong(
                 _("{where}, the scores are divided by d_head").format(where=where),
                 _("divide by √d_head, not d_head"),
             )
         over_queries = torch.softmax(
             (scores / math.sqrt(d)).masked_fill(blocked, float("-inf")), dim=-2
         )  # (B, H, T, T): each column sums to 1
-        if _close(weights, over_queries):
-            raise _Wrong(
+        if close(weights, over_queries):
+            raise Wrong(
                 _(
                     "{where}, softmax over the wrong axis (queries instead of keys): each column "
                     "of the weights sums to 1, not each row"
                 ).format(where=where),
                 _("softmax over the keys, the last dimension: torch.softmax(scores, dim=-1)"),
             )
-        if _close(weights, _masked_softmax(scores.transpose(-2, -1) / math.sqrt(d), blocked)):
-            raise _Wrong(
+        if close(weights, masked_softmax(scores.transpose(-2, -1) / math.sqrt(d), blocked)):
+            raise Wrong(
                 _(
                     "{where}, the scores are transposed: keys on the rows, queries on the columns"
                 ).format(where=where),
                 _("the query index comes first: torch.einsum('bhqd,bhkd->bhqk', q, k)"),
             )
         if mask is not None:
-            if _close(weights, _masked_softmax(scores / math.sqrt(d), ~mask)):
-                raise _Wrong(
+            if close(weights, masked_softmax(scores / math.sqrt(d), ~mask)):
+                raise Wrong(
                     _("{where}, your mask blocks the past and lets the future through").format(
                         where=where
                     ),
                     _("True means blocked: masked_fill(mask, float('-inf'))"),
                 )
-            if _close(weights, _masked_softmax(scores / math.sqrt(d), torch.zeros_like(mask))):
-                raise _Wrong(
+            if close(weights, masked_softmax(scores / math.sqrt(d), torch.zeros_like(mask))):
+                raise Wrong(
                     _("{where}, the mask was ignored").format(where=where),
                     _("apply it before the softmax"),
                 )
-        if not _close(weights, want_w, 1e-5):
-            raise _Wrong(
+        if not close(weights, want_w, 1e-5):
+            raise Wrong(
                 _("{where}, the weights differ from the reference by up to {gap:.3f}").format(
                     where=where, gap=(weights - want_w).abs().max().item()
                 ),
                 _("softmax over the keys, dim=-1"),
             )
-        if _close(context, weights @ k):
-            raise _Wrong(
+        if close(context, weights @ k):
+            raise Wrong(
                 _(
                     "{where}, the weights are right, but the context uses the keys where the "
                     "values belong"
                 ).format(where=where),
                 _("context = torch.einsum('bhqk,bhkd->bhqd', weights, v)"),
             )
-        raise _Wrong(
+        raise Wrong(
             _("{where}, the weights are right but the context is not").format(where=where),
             _("context = torch.einsum('bhqk,bhkd->bhqd', weights, v)"),
         )
@@ -194,17 +194,17 @@ def check_padded_causal_mask(fn) -> str:
     except that every position may see itself, so no row is blocked entirely."""
     for lengths, T in (([5, 3, 1], 5), ([4, 4], 4), ([2, 6, 3], 6)):
         B = len(lengths)
-        got = _call(fn, torch.tensor(lengths), T)
+        got = call(fn, torch.tensor(lengths), T)
         if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, T, T):
-            raise _Wrong(
+            raise Wrong(
                 _("the mask is (B, T, T) = {shape}; it must broadcast over heads").format(
                     shape=tuple(got.shape)
                 ),
                 _("add a head axis: mask[:, None] gives (B, 1, T, T)"),
             )
-        got = _tensor(got, _("the mask"), (B, 1, T, T))
+        got = answer_tensor(got, _("the mask"), (B, 1, T, T))
         if got.dtype != torch.bool:
-            raise _Wrong(
+            raise Wrong(
                 _("the mask has dtype {dtype}").format(dtype=got.dtype),
                 _("masks are torch.bool, True = blocked"),
             )
@@ -218,12 +218,12 @@ def check_padded_causal_mask(fn) -> str:
         left = j[None, :] < T - torch.tensor(lengths)[:, None]  # (B, T), padding keys
         right = j[None, :] >= torch.tensor(lengths)[:, None]  # (B, T), padding at the end
         if torch.equal(got, ~want):
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, your mask blocks exactly what should be seen").format(where=where),
                 _("True means blocked: future keys and padding keys"),
             )
         if torch.equal(got, (future | left[:, None, :])[:, None]):
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "{where}, rows made only of padding have every key blocked: their softmax "
                     "would be NaN"
@@ -233,19 +233,19 @@ def check_padded_causal_mask(fn) -> str:
         if torch.equal(got[:, 0], (future | (right[:, None, :] & ~eye))) or torch.equal(
             got[:, 0], future | right[:, None, :]
         ):
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, you blocked padding at the end of each row").format(where=where),
                 _("the padding is on the left: positions j < T - lengths[b]"),
             )
         if torch.equal(got[:, 0], future & left[:, None, :]):
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "{where}, a key is blocked only when it is both in the future and padding"
                 ).format(where=where),
                 _("either reason is enough: combine the two masks with |, not &"),
             )
         if torch.equal(got[:, 0], (future | left[:, :, None]) & ~eye):
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, the padding blocks query rows, not key columns").format(where=where),
                 _(
                     "padding must be invisible as a key: "
@@ -253,13 +253,13 @@ def check_padded_causal_mask(fn) -> str:
                 ),
             )
         if torch.equal(got[:, 0], future.expand(B, T, T)):
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, only the future is blocked: real tokens still read the padding").format(
                     where=where
                 ),
                 _("also block keys j < T - lengths[b]"),
             )
-        raise _Wrong(
+        raise Wrong(
             _("{where}, the mask differs from the expected one in {count} places").format(
                 where=where, count=int((got != want).sum())
             ),

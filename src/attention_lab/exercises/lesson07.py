@@ -10,7 +10,7 @@ import torch
 from ..fused import MultiHeadSelfAttention
 from ..i18n import N_, _
 from ..multihead import split_heads
-from ._core import _call, _close, _tensor, _Wrong, checker
+from .core import Wrong, answer_tensor, call, checker, close
 
 # --- exercise 7.1: one head's rows of the fused weight ---------------------------------------
 
@@ -27,9 +27,9 @@ def check_head_rows_from_fused(fn) -> str:
             q, k, v = block.qkv(x).split(D, dim=-1)  # 3 x (B, T, D)
             want = [split_heads(t, H)[:, h] for t in (q, k, v)]  # 3 x (B, T, d_head)
         weight = block.qkv.weight.detach().clone()  # (3D, D)
-        result = _call(fn, weight.clone(), H, h)
+        result = call(fn, weight.clone(), H, h)
         if not (isinstance(result, (tuple, list)) and len(result) == 3):
-            raise _Wrong(
+            raise Wrong(
                 _("your function returned a {type}, not (w_q, w_k, w_v)").format(
                     type=type(result).__name__
                 ),
@@ -39,32 +39,32 @@ def check_head_rows_from_fused(fn) -> str:
         got = []
         for name, w in zip(("w_q", "w_k", "w_v"), result):
             if isinstance(w, torch.Tensor) and tuple(w.shape) == (D, d_head):
-                raise _Wrong(
+                raise Wrong(
                     _("{where}, {name} is ({D}, {d_head}): columns, not rows").format(
                         where=where, name=name, D=D, d_head=d_head
                     ),
                     _("a Linear's output features are the rows of its weight: cut rows, w[a:b]"),
                 )
             what = _("{name} with D={D}, n_heads={H}, head h={h}").format(name=name, D=D, H=H, h=h)
-            got.append(_tensor(w, what, (d_head, D)))
+            got.append(answer_tensor(w, what, (d_head, D)))
         made = [x @ w.detach().T for w in got]  # 3 x (B, T, d_head)
-        if all(_close(m, t) for m, t in zip(made, want)):
+        if all(close(m, t) for m, t in zip(made, want)):
             continue
         q_rows = weight[h * d_head : (h + 1) * d_head]  # head h's Q rows
         if all(torch.equal(w, q_rows) for w in got):
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, all three are head {h}'s query rows").format(where=where, h=h),
                 _("the K block starts at row D and the V block at row 2D: add part * D"),
             )
         for part, (name, m, t) in enumerate(zip(("w_q", "w_k", "w_v"), made, want)):
-            if not _close(m, t):
+            if not close(m, t):
                 start = part * D + h * d_head
                 wrong = (
                     _("{where}, {name} does not make head {h}'s queries"),
                     _("{where}, {name} does not make head {h}'s keys"),
                     _("{where}, {name} does not make head {h}'s values"),
                 )[part]
-                raise _Wrong(
+                raise Wrong(
                     wrong.format(where=where, name=name, h=h),
                     _("those are rows {start}:{stop} of the fused weight").format(
                         start=start, stop=start + d_head
@@ -95,11 +95,11 @@ def check_weights_outnumber_params(fn) -> str:
     found = {}
     for D, H in ((768, 12), (32, 4), (32, 8), (12, 3), (64, 1)):
         want = _reference_crossover(D, H)
-        answer = _call(fn, D, H)
+        answer = call(fn, D, H)
         try:
             got = int(answer)
         except (TypeError, ValueError, RuntimeError):
-            raise _Wrong(
+            raise Wrong(
                 _("your function returned a {type}, not a whole number").format(
                     type=type(answer).__name__
                 ),
@@ -121,7 +121,7 @@ def check_weights_outnumber_params(fn) -> str:
             hint = _("T={T} already passes; you want the smallest such T").format(T=got - 1)
         else:
             hint = _("parameters: 4 * D**2 + 4 * D; weights of one sequence: H * T * T")
-        raise _Wrong(
+        raise Wrong(
             _("for d_model={D}, n_heads={H} you answer T={got}; the answer is T={want}").format(
                 D=D, H=H, got=got, want=want
             ),

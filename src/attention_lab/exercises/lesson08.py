@@ -10,7 +10,7 @@ import torch
 from ..i18n import N_, _
 from ..masks import causal_mask
 from ..tasks import IGNORE_INDEX, SEP, repeat_offset
-from ._core import _call, _close, _example_scores, _masked_softmax, _tensor, _Wrong, checker
+from .core import Wrong, answer_tensor, call, checker, close, example_scores, masked_softmax
 
 # --- exercise 8.1: how far back does each head look? ----------------------------------------
 
@@ -20,38 +20,38 @@ def check_lookback_distance(fn) -> str:
     """``fn(weights (B, H, T, T)) -> (B, H, T)``: for query i, the weighted mean distance to
     the keys it reads, sum over j of weights[..., i, j] * (i - j)."""
     for B, H, T in ((2, 4, 6), (3, 8, 12), (1, 1, 3)):
-        scores = _example_scores(B, H, T, T)
-        weights = _masked_softmax(scores, causal_mask(T))  # (B, H, T, T)
+        scores = example_scores(B, H, T, T)
+        weights = masked_softmax(scores, causal_mask(T))  # (B, H, T, T)
         i = torch.arange(T)
         distance = (i[:, None] - i[None, :]).float()  # (T, T): i - j
         want = (weights * distance).sum(dim=-1)  # (B, H, T)
-        got = _call(fn, weights.clone())
+        got = call(fn, weights.clone())
         if isinstance(got, torch.Tensor) and tuple(got.shape) == (H,):
-            raise _Wrong(
+            raise Wrong(
                 _("you returned one number per head; the exercise wants one per query"),
                 _("keep the batch and the query axes: sum over the keys only, dim=-1"),
             )
         what = _("the distances for weights of shape {shape}").format(shape=(B, H, T, T))
-        got = _tensor(got, what, (B, H, T))
-        if _close(got, want, 1e-5):
+        got = answer_tensor(got, what, (B, H, T))
+        if close(got, want, 1e-5):
             continue
-        if _close(got, -want, 1e-5) and T > 1:
-            raise _Wrong(
+        if close(got, -want, 1e-5) and T > 1:
+            raise Wrong(
                 _("your distances are negative: you computed j - i"),
                 _("a key in the past has j < i, so its distance is i - j >= 0"),
             )
         nearest = (weights.argmax(dim=-1) - i).abs().float()  # (B, H, T): the top key only
-        if _close(got, nearest, 1e-5):
-            raise _Wrong(
+        if close(got, nearest, 1e-5):
+            raise Wrong(
                 _("you measured the distance to the key with the largest weight only"),
                 _("weigh every key: (weights * distance).sum(dim=-1)"),
             )
-        if _close(got, (weights * distance.T).sum(dim=-1), 1e-5) and T > 1:
-            raise _Wrong(
+        if close(got, (weights * distance.T).sum(dim=-1), 1e-5) and T > 1:
+            raise Wrong(
                 _("the distance matrix is transposed: entry [i, j] must be i - j"),
                 _("distance = i[:, None] - i[None, :] with i = torch.arange(T)"),
             )
-        raise _Wrong(
+        raise Wrong(
             _("with weights of shape {shape} your distances differ by up to {gap:.3f}").format(
                 shape=(B, H, T, T), gap=(got - want).abs().max().item()
             ),
@@ -85,20 +85,20 @@ def check_repeat_batch(fn) -> str:
     for N, T in ((3, 12), (2, 7), (1, 2)):
         m = repeat_offset(T)
         first = torch.randint(1, 20, (N, m))  # (N, m), ids 1.. (0 is the separator)
-        result = _call(fn, first.clone(), T)
+        result = call(fn, first.clone(), T)
         if not (isinstance(result, tuple) and len(result) == 2):
-            raise _Wrong(
+            raise Wrong(
                 _("your function returned a {type}, not (inputs, targets)").format(
                     type=type(result).__name__
                 ),
                 _("return inputs, targets"),
             )
-        inputs = _tensor(result[0], _("inputs for T={T}").format(T=T), (N, T))
-        targets = _tensor(result[1], _("targets for T={T}").format(T=T), (N, T))
+        inputs = answer_tensor(result[0], _("inputs for T={T}").format(T=T), (N, T))
+        targets = answer_tensor(result[1], _("targets for T={T}").format(T=T), (N, T))
         want_x, want_y = _reference_repeat_batch(first, T)  # (N, T), (N, T)
         if torch.equal(inputs, want_x) and torch.equal(targets, want_y):
             if targets.dtype != torch.long:
-                raise _Wrong(
+                raise Wrong(
                     _("targets have dtype {dtype}").format(dtype=targets.dtype),
                     _("use torch.long (int64)"),
                 )
@@ -106,7 +106,7 @@ def check_repeat_batch(fn) -> str:
         where = _("with T={T} (m={m})").format(T=T, m=m)
         doubled = torch.cat([first, first], dim=1)[:, :T]  # (N, T): no separator
         if torch.equal(inputs, doubled):
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "{where}, the separator is missing: the second half starts right after "
                     "the first"
@@ -116,7 +116,7 @@ def check_repeat_batch(fn) -> str:
                 ).format(sep=SEP),
             )
         if not torch.equal(inputs, want_x):
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, the inputs differ from first + [SEP] + first in {count} places").format(
                     where=where, count=int((inputs != want_x).sum())
                 ),
@@ -125,7 +125,7 @@ def check_repeat_batch(fn) -> str:
         scored = want_y.clone()  # (N, T): the targets with the first half left in
         scored[:, :m] = want_x[:, 1 : m + 1]
         if torch.equal(targets, scored):
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "{where}, the first {m} targets are scored, but the first half is random: "
                     "no model can predict it"
@@ -133,13 +133,13 @@ def check_repeat_batch(fn) -> str:
                 _("set targets[:, :m] = IGNORE_INDEX so the loss leaves them out"),
             )
         if torch.equal(targets[:, m:], inputs[:, m:]):
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, each target is the token at its own position").format(where=where),
                 _("the target at t is the next token, t + 1: targets = row[:, 1:]"),
             )
         ignored = want_y == IGNORE_INDEX  # (N, T)
         if torch.equal(targets[~ignored], want_y[~ignored]):
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "{where}, the first half is marked with {values}, "
                     "not IGNORE_INDEX = {ignore_index}"
@@ -152,7 +152,7 @@ def check_repeat_batch(fn) -> str:
                     ignore_index=IGNORE_INDEX
                 ),
             )
-        raise _Wrong(
+        raise Wrong(
             _("{where}, the targets differ from the expected ones in {count} places").format(
                 where=where, count=int((targets != want_y).sum())
             ),

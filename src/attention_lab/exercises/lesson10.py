@@ -9,7 +9,7 @@ import torch
 from ..i18n import N_, _
 from ..interventions import after_previous_occurrence, source_shares
 from ..masks import causal_mask
-from ._core import _call, _close, _example_scores, _masked_softmax, _tensor, _Wrong, checker
+from .core import Wrong, answer_tensor, call, checker, close, example_scores, masked_softmax
 
 # --- exercise 10.1: the prefix-matching score, per head --------------------------------------
 
@@ -85,7 +85,7 @@ def _case(number: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Case ``number``: causal softmax weights (B, H, T, T) and ids (B, T), the first case's
     ids ``_IDS``, the others' drawn from V values."""
     B, H, T, V = _CASES[number]
-    weights = _masked_softmax(_example_scores(B, H, T, T), causal_mask(T))  # (B, H, T, T)
+    weights = masked_softmax(example_scores(B, H, T, T), causal_mask(T))  # (B, H, T, T)
     ids = _IDS.clone() if number == 0 else torch.randint(0, V, (B, T))  # (B, T)
     return weights, ids
 
@@ -196,31 +196,31 @@ def check_prefix_match_score(fn) -> str:
     for number, (B, H, T, _V) in enumerate(_CASES):
         weights, ids = _case(number)
         want = source_shares(weights, keys=after_previous_occurrence(ids))  # (H,)
-        got = _call(fn, weights.clone(), ids.clone())
+        got = call(fn, weights.clone(), ids.clone())
         where = _("with weights of shape {shape} and ids of shape {ids}").format(
             shape=(B, H, T, T), ids=(B, T)
         )
         if isinstance(got, torch.Tensor) and got.dim() == 0 and H > 1:
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, you returned one number: the heads were averaged together").format(
                     where=where
                 ),
                 _("keep the head axis: average over the rows and the queries only"),
             )
         if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, H):
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, you returned one score per row and head, shape (B, H)").format(
                     where=where
                 ),
                 _("average over the rows too: one score per head, shape (H,)"),
             )
-        got = _tensor(got, _("the scores {where}").format(where=where), (H,))
-        if _close(got, want):
+        got = answer_tensor(got, _("the scores {where}").format(where=where), (H,))
+        if close(got, want):
             continue
         for shares, message, hint in _mistakes(weights, ids, where):
-            if _close(got, shares):
-                raise _Wrong(message, hint)
-        raise _Wrong(
+            if close(got, shares):
+                raise Wrong(message, hint)
+        raise Wrong(
             _("{where}, your scores differ by up to {gap:.3f}").format(
                 where=where, gap=(got.detach().double() - want.double()).abs().max().item()
             ),

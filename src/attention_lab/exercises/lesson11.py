@@ -12,7 +12,7 @@ import torch
 from ..charlm import CharLM, CharLMConfig, evaluate_loss
 from ..i18n import N_, _
 from ..interventions import ablate_heads
-from ._core import _call, _Wrong, checker
+from .core import Wrong, call, checker
 
 _TOLERANCE = 1e-4  # nats: the same model, the same sums in another order
 
@@ -123,7 +123,7 @@ def _number(value, what: str) -> float:
         return float(value.detach())
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    raise _Wrong(
+    raise Wrong(
         _("{what} should be one number, but your function returned a {type}").format(
             what=what, type=type(value).__name__
         ),
@@ -153,12 +153,12 @@ def check_mean_ablated_loss(fn) -> str:
     for heads in ([(0, 1)], [(1, 2)], [(0, 3), (1, 0)], []):
         with ablate_heads(model, heads, how="mean", reference=reference):
             want = evaluate_loss(model, ids)
-        got = _call(fn, model, ids.clone(), reference.clone(), list(heads))
+        got = call(fn, model, ids.clone(), reference.clone(), list(heads))
         where = _("with heads={heads}").format(heads=heads)
         got = _number(got, _("the loss {where}").format(where=where))
         left = _hooks_left(model)
         if left:
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, your function left {n} hook(s) on the model").format(
                     where=where, n=left
                 ),
@@ -171,7 +171,7 @@ def check_mean_ablated_loss(fn) -> str:
             name for name, p in model.state_dict().items() if not torch.equal(p, state[name])
         ]
         if changed:
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, your function changed the model's {names}").format(
                     where=where, names=", ".join(changed[:3])
                 ),
@@ -187,7 +187,7 @@ def check_mean_ablated_loss(fn) -> str:
 
 
 def _diagnose(got, want, base, where, model, ids, reference, heads, every) -> None:
-    """Raise _Wrong naming the variant whose loss matches ``got``, or the gap."""
+    """Raise Wrong naming the variant whose loss matches ``got``, or the gap."""
 
     def matches(**options) -> bool:
         return math.isclose(
@@ -195,14 +195,14 @@ def _diagnose(got, want, base, where, model, ids, reference, heads, every) -> No
         )
 
     if heads and math.isclose(got, want - base, abs_tol=_TOLERANCE):
-        raise _Wrong(
+        raise Wrong(
             _("{where}, you returned the rise of the loss, {rise:.4f}, not the loss").format(
                 where=where, rise=want - base
             ),
             _("return the loss itself; the rise is the loss minus evaluate_loss(model, ids)"),
         )
     if heads and math.isclose(got, base, abs_tol=_TOLERANCE):
-        raise _Wrong(
+        raise Wrong(
             _(
                 "{where}, your loss is the model's own, {base:.4f}: nothing was replaced "
                 "while the loss was measured"
@@ -260,11 +260,11 @@ def _diagnose(got, want, base, where, model, ids, reference, heads, every) -> No
     )
     for options, label, hint in mistakes:
         if matches(heads=heads, **options):
-            raise _Wrong(_("{where}: {label}").format(where=where, label=label), hint)
+            raise Wrong(_("{where}: {label}").format(where=where, label=label), hint)
     if len(heads) == 1:
         for other in every:
             if other != heads[0] and matches(heads=[other]):
-                raise _Wrong(
+                raise Wrong(
                     _("{where}: you replaced head {head} of block {layer} instead").format(
                         where=where, head=other[1], layer=other[0]
                     ),
@@ -273,7 +273,7 @@ def _diagnose(got, want, base, where, model, ids, reference, heads, every) -> No
                         "head * d_head onwards"
                     ),
                 )
-    raise _Wrong(
+    raise Wrong(
         _("{where}, your loss {got:.4f} differs from {want:.4f}").format(
             where=where, got=got, want=want
         ),

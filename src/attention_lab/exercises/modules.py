@@ -17,7 +17,6 @@ import torch.nn as nn
 from ..heads import CausalAttention, SingleHeadAttention
 from ..i18n import N_, _
 from ..multihead import MultiHeadAttention
-from ._core import _call, _close, _LearnerError, _tensor, _Wrong, checker
 from ._dropout import check_dropout
 from ._variants import (
     Option,
@@ -28,34 +27,35 @@ from ._variants import (
     softmax_options,
     values_options,
 )
+from .core import LearnerError, Wrong, answer_tensor, call, checker, close
 
 
 def _build(cls, *args):
-    """An instance of the learner's class, in eval mode, or a _Wrong that says why not."""
+    """An instance of the learner's class, in eval mode, or a Wrong that says why not."""
     if not isinstance(cls, type) or not issubclass(cls, nn.Module):
-        raise _Wrong(
+        raise Wrong(
             _("expected a class derived from nn.Module, got {type}").format(
                 type=type(cls).__name__
             ),
             _("pass the class itself, e.g. check(SingleHeadAttention), not an instance"),
         )
-    module = _call(cls, *args)
+    module = call(cls, *args)
     return module.eval()
 
 
 def _copy_weights(learner: nn.Module, reference: nn.Module) -> None:
-    """Give ``reference`` the learner's weights; a _Wrong if the parameter names differ."""
+    """Give ``reference`` the learner's weights; a Wrong if the parameter names differ."""
     want = sorted(name for name, _param in reference.named_parameters())
     got = sorted(name for name, _param in learner.named_parameters())
     if got != want:
-        raise _Wrong(
+        raise Wrong(
             _("your parameters are {got}, the library's are {want}").format(got=got, want=want),
             _("keep the layers of the skeleton: self.W_q, self.W_k, self.W_v (and self.W_o)"),
         )
     try:
         reference.load_state_dict(learner.state_dict(), strict=False)
     except RuntimeError as error:
-        raise _Wrong(
+        raise Wrong(
             _("the shapes of your weights differ from the library's: {detail}").format(
                 detail=str(error).splitlines()[-1]
             ),
@@ -69,8 +69,8 @@ def _copy_weights(learner: nn.Module, reference: nn.Module) -> None:
 def _forward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
     try:
         with torch.no_grad():
-            out = _call(module, x.clone())
-    except _LearnerError as raised:
+            out = call(module, x.clone())
+    except LearnerError as raised:
         T, ctx = x.shape[1], getattr(getattr(module, "mask", None), "shape", (0,))[0]
         if isinstance(raised.error, RuntimeError) and 0 < T < ctx:
             try:  # the same module on a sequence of the full context_length
@@ -78,7 +78,7 @@ def _forward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
                     module(torch.randn(x.shape[0], ctx, x.shape[2]))
             except Exception:  # noqa: BLE001 - another mistake: report the first error
                 raise raised from None
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "forward fails when T={T} is shorter than context_length={ctx}: the mask "
                     "was not sliced to (T, T)"
@@ -87,7 +87,7 @@ def _forward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
             ) from None
         raise
     if isinstance(out, tuple):
-        raise _Wrong(
+        raise Wrong(
             _("forward(x) returned a tuple"),
             _("forward(x) returns only the output; the weights come back only with return_weights"),
         )
@@ -99,20 +99,20 @@ def _compare(module: nn.Module, reference: nn.Module, x: torch.Tensor, shape: tu
     out = _forward(module, x)
     B, T = x.shape[:2]
     if isinstance(out, torch.Tensor) and out.shape[-2:] == (T, T) and tuple(shape[-2:]) != (T, T):
-        raise _Wrong(
+        raise Wrong(
             _("forward(x) returned the weights {shape}, not the output weights @ v").format(
                 shape=tuple(out.shape)
             ),
             _("return weights @ v; the weights come back only with return_weights"),
         )
-    out = _tensor(out, "forward(x)", shape)
+    out = answer_tensor(out, "forward(x)", shape)
     with torch.no_grad():
         want = reference(x)
     return out, want
 
 
 def _diagnose_head(out, module, x, d: int, where: str, causal: bool) -> None:
-    """Raise ``_Wrong`` naming the typical mistakes that explain a single head's ``out``."""
+    """Raise ``Wrong`` naming the typical mistakes that explain a single head's ``out``."""
     d_in = x.shape[-1]
     with torch.no_grad():
         q, k, v = module.W_q(x), module.W_k(x), module.W_v(x)  # (B, T, d) each
@@ -135,11 +135,11 @@ def check_single_head_class(cls) -> str:
         _copy_weights(module, reference)
         x = torch.randn(B, T, d_in)  # (B, T, d_in)
         out, want = _compare(module, reference, x, (B, T, d_out))  # (B, T, d_out) each
-        if _close(out, want):
+        if close(out, want):
             continue
         where = _("with d_in={d_in}, d_out={d_out}").format(d_in=d_in, d_out=d_out)
         _diagnose_head(out, module, x, d_out, where, causal=False)
-        raise _Wrong(
+        raise Wrong(
             _("{where}, your output differs from SingleHeadAttention's by up to {gap:.3f}").format(
                 where=where, gap=(out - want).abs().max().item()
             ),
@@ -155,8 +155,8 @@ def _check_causal(module: nn.Module, x: torch.Tensor, what: str) -> None:
         changed = x.clone()
         changed[:, j] = torch.randn(x.shape[0], x.shape[2])
         after = _forward(module, changed)
-        if not _close(after[:, :j], before[:, :j]):
-            raise _Wrong(
+        if not close(after[:, :j], before[:, :j]):
+            raise Wrong(
                 _(
                     "{what} looks ahead: a new token at position {j} changed an earlier output"
                 ).format(what=what, j=j),
@@ -173,10 +173,10 @@ def check_causal_attention_class(cls) -> str:
         _copy_weights(module, reference)
         x = torch.randn(B, T, d_in)  # (B, T, d_in)
         out, want = _compare(module, reference, x, (B, T, d_out))  # (B, T, d_out) each
-        if not _close(out, want):
+        if not close(out, want):
             where = _("with d_in={d_in}, d_out={d_out}, T={T}").format(d_in=d_in, d_out=d_out, T=T)
             _diagnose_head(out, module, x, d_out, where, causal=True)
-            raise _Wrong(
+            raise Wrong(
                 _("{where}, your output differs from CausalAttention's by up to {gap:.3f}").format(
                     where=where, gap=(out - want).abs().max().item()
                 ),
@@ -209,10 +209,10 @@ def check_multi_head_class(cls) -> str:
         _copy_weights(module, reference)
         x = torch.randn(B, T, D)  # (B, T, D)
         out, want = _compare(module, reference, x, (B, T, D))  # (B, T, D) each
-        if not _close(out, want):
+        if not close(out, want):
             where = _("with d_model={D}, n_heads={H}").format(D=D, H=H)
             _diagnose_multi_head(out, module, x, H, where)
-            raise _Wrong(
+            raise Wrong(
                 _(
                     "{where}, your output differs from MultiHeadAttention's by up to {gap:.3f}"
                 ).format(where=where, gap=(out - want).abs().max().item()),
@@ -232,7 +232,7 @@ def check_multi_head_class(cls) -> str:
 
 
 def _diagnose_multi_head(out, module, x, H: int, where: str) -> None:
-    """Raise ``_Wrong`` naming the typical mistakes that explain a multi-head ``out``."""
+    """Raise ``Wrong`` naming the typical mistakes that explain a multi-head ``out``."""
     B, T, D = x.shape
     d = D // H
     with torch.no_grad():

@@ -1,9 +1,9 @@
 """The machinery every exercise checker shares: the ``checker`` decorator and helpers that
-diagnose typical mistakes. ``Verdict``, the registry of results and ``summary`` live in
-``_summary`` and are re-exported here.
+diagnose typical mistakes, public names the lesson modules import. ``Verdict``, the
+registry of results and ``summary`` live in ``_summary``.
 
 A checker is written as ``grade(fn, ...) -> pass message``: it calls the learner's function
-through ``_call``, raises ``_Wrong(message, hint)`` at the first mistake it recognises, and
+through ``call``, raises ``Wrong(message, hint)`` at the first mistake it recognises, and
 returns the sentence to print when everything holds. ``@checker(lesson, error_hint)`` turns
 it into the function a notebook calls: it seeds and restores the random state, turns every
 outcome into a ``Verdict``, prints it, records it for ``summary`` and never raises.
@@ -19,21 +19,7 @@ import torch
 
 from ..i18n import _
 from . import _record
-from ._summary import (  # noqa: F401 - re-exported: the lessons and tests import them from here
-    _MARKS,
-    EXERCISES,
-    FAILED,
-    LESSONS,
-    NOT_ATTEMPTED,
-    PASSED,
-    RESULTS,
-    Summary,
-    Verdict,
-    _lesson_key,
-    reset,
-    status_text,
-    summary,
-)
+from ._summary import EXERCISES, FAILED, LESSONS, NOT_ATTEMPTED, PASSED, RESULTS, Verdict
 
 # --- machinery -------------------------------------------------------------------------------
 
@@ -42,7 +28,7 @@ class _NotAttempted(Exception):
     """The learner's function still raises NotImplementedError."""
 
 
-class _LearnerError(Exception):
+class LearnerError(Exception):
     """The learner's function raised; ``.error`` holds what it raised."""
 
     def __init__(self, error: BaseException):
@@ -50,7 +36,7 @@ class _LearnerError(Exception):
         self.error = error
 
 
-class _Wrong(Exception):
+class Wrong(Exception):
     """The answer is wrong: ``message`` says what, ``hint`` says how to fix it."""
 
     def __init__(self, message: str, hint: str = ""):
@@ -58,14 +44,14 @@ class _Wrong(Exception):
         self.message, self.hint = message, hint
 
 
-def _call(fn: Callable, *args, **kwargs) -> Any:
+def call(fn: Callable, *args, **kwargs) -> Any:
     """Call the learner's function, sorting its exceptions into 'not attempted' and 'raised'."""
     try:
         return fn(*args, **kwargs)
     except NotImplementedError as error:
         raise _NotAttempted from error
     except Exception as error:  # noqa: BLE001 - any learner error becomes a message
-        raise _LearnerError(error) from error
+        raise LearnerError(error) from error
 
 
 def _short(error: BaseException) -> str:
@@ -137,9 +123,9 @@ def _grade(grade, error_hint: str, fn, *args, **kwargs) -> Verdict:
                 name=name
             ),
         )
-    except _Wrong as wrong:
+    except Wrong as wrong:
         return Verdict(FAILED, wrong.message, wrong.hint)
-    except _LearnerError as raised:
+    except LearnerError as raised:
         error = raised.error
         return Verdict(
             FAILED,
@@ -158,21 +144,21 @@ def _grade(grade, error_hint: str, fn, *args, **kwargs) -> Verdict:
         )
 
 
-def _tensor(value: Any, what: str, shape: tuple[int, ...] | None = None) -> torch.Tensor:
+def answer_tensor(value: Any, what: str, shape: tuple[int, ...] | None = None) -> torch.Tensor:
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], torch.Tensor):
-        raise _Wrong(
+        raise Wrong(
             _("{what} should be one tensor, but your function returned a pair").format(what=what),
             _("return only the tensor the exercise asks for"),
         )
     if not isinstance(value, torch.Tensor):
-        raise _Wrong(
+        raise Wrong(
             _("{what} should be a torch.Tensor, but your function returned a {type}").format(
                 what=what, type=type(value).__name__
             ),
             _("did you forget the `return` line?") if value is None else _("return a tensor"),
         )
     if shape is not None and tuple(value.shape) != tuple(shape):
-        raise _Wrong(
+        raise Wrong(
             _("{what}: the shape is {shape}, expected {expected}").format(
                 what=what, shape=tuple(value.shape), expected=tuple(shape)
             ),
@@ -181,7 +167,7 @@ def _tensor(value: Any, what: str, shape: tuple[int, ...] | None = None) -> torc
     return value
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
+def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
     if a.shape != b.shape:
         return False
     return torch.allclose(
@@ -189,17 +175,17 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
     )
 
 
-def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """The reference: add a float mask of -inf (a different formulation from masked_fill)."""
     minus_inf = torch.zeros(mask.shape, dtype=scores.dtype).masked_fill(mask, float("-inf"))
     return torch.softmax(scores + minus_inf, dim=-1)  # (..., T, T)
 
 
-def _require_rows_sum_to_one(w: torch.Tensor, what: str, hint: str) -> None:
-    """Raise _Wrong (naming the range of the row sums) unless every row of ``w`` sums to 1."""
+def require_rows_sum_to_one(w: torch.Tensor, what: str, hint: str) -> None:
+    """Raise Wrong (naming the range of the row sums) unless every row of ``w`` sums to 1."""
     sums = w.detach().double().sum(dim=-1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-        raise _Wrong(
+        raise Wrong(
             _("{what}: the rows sum to values between {low:.3g} and {high:.3g}, not to 1").format(
                 what=what, low=sums.min().item(), high=sums.max().item()
             ),
@@ -207,5 +193,5 @@ def _require_rows_sum_to_one(w: torch.Tensor, what: str, hint: str) -> None:
         )
 
 
-def _example_scores(*shape: int, scale: float = 2.0) -> torch.Tensor:
+def example_scores(*shape: int, scale: float = 2.0) -> torch.Tensor:
     return torch.randn(*shape) * scale
