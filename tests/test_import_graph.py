@@ -44,7 +44,7 @@ def imported_modules(name: str, path: Path, modules: set[str]) -> set[str]:
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
-            # "from . import convert" imports a module; "from .tasks import SEP" a name of one
+            # "from . import kernel" imports a module; "from .tasks import SEP" a name of one
             targets = [f"{source}.{alias.name}" for alias in node.names]
             targets = [t if t in modules else source for t in targets]
         else:
@@ -122,7 +122,7 @@ def test_the_package_has_no_import_cycle():
 
 def test_the_graph_reads_relative_lazy_and_package_imports():
     graph = import_graph()
-    assert "attention_lab.convert" in graph["attention_lab.fused"]  # from . import convert
+    assert "attention_lab.i18n" in graph["attention_lab.fused"]  # from .i18n import error_text
     assert "attention_lab.masks" in graph["attention_lab.fused"]  # from .masks import ...
     assert "attention_lab.fused" in graph["attention_lab.bench.cli"]  # from ..fused import
     assert "attention_lab.bench.explorer" in graph["attention_lab.bench.report"]  # in a function

@@ -9,8 +9,9 @@ A checkpoint therefore holds the two projections only: it loads into a block of 
 Weight layout of ``qkv.weight`` (3D, D) -- the same as ``torch.nn.MultiheadAttention``'s
 ``in_proj_weight``: rows [0:D] make Q, rows [D:2D] make K, rows [2D:3D] make V, and
 within each block head h owns rows h*d_head:(h+1)*d_head. So weights convert both ways:
-``from_torch`` / ``to_torch`` and ``from_separate`` / ``to_separate`` (the code is in
-convert.py; the block keeps them as one-line methods).
+``from_torch`` / ``to_torch`` (``torch.nn.MultiheadAttention``) and ``from_separate`` /
+``to_separate`` (this library's ``MultiHeadAttention``, three projections, notebook 06). Every
+conversion keeps dtype, device, dropout and training mode.
 
 Two paths compute the same thing (the tests hold them equal):
 * ``forward(x)`` uses ``F.scaled_dot_product_attention`` -- fused kernels, no weights;
@@ -24,9 +25,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import convert
 from ._checks import check_dropout, check_heads, check_input, check_positive
 from .functional import attention
+from .i18n import error_text
 from .masks import build_mask, to_sdpa_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 
@@ -99,7 +100,7 @@ class MultiHeadSelfAttention(nn.Module):
             f"context_length={self.context_length}, mask_kind={self.mask_kind!r}{window}"
         )
 
-    # --- weight conversion: the work is in convert.py -----------------------------------
+    # --- weight conversion ---------------------------------------------------------------
 
     @classmethod
     def from_torch(
@@ -115,7 +116,39 @@ class MultiHeadSelfAttention(nn.Module):
         the new block uses: ``mask_kind`` and ``window`` as in the constructor.
         PyTorch calls H ``num_heads``; this library calls it ``n_heads``.
         """
-        return convert.from_torch(cls, mha, context_length, mask_kind, window)
+        if not isinstance(mha, nn.MultiheadAttention):
+            raise TypeError(
+                error_text("expected torch.nn.MultiheadAttention, got {type}").format(
+                    type=type(mha).__name__
+                )
+            )
+        if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
+            raise ValueError(
+                error_text(
+                    "only a plain nn.MultiheadAttention converts: kdim == vdim == embed_dim, "
+                    "add_bias_kv=False and add_zero_attn=False"
+                )
+            )
+        w = mha.in_proj_weight
+        has_bias = mha.in_proj_bias is not None
+        block = cls(
+            mha.embed_dim,
+            mha.num_heads,
+            context_length,
+            dropout=mha.dropout,
+            qkv_bias=has_bias,
+            out_bias=mha.out_proj.bias is not None,
+            mask_kind=mask_kind,
+            window=window,
+        ).to(device=w.device, dtype=w.dtype)
+        with torch.no_grad():
+            block.qkv.weight.copy_(w)
+            block.out_proj.weight.copy_(mha.out_proj.weight)
+            if has_bias:
+                block.qkv.bias.copy_(mha.in_proj_bias)
+            if mha.out_proj.bias is not None:
+                block.out_proj.bias.copy_(mha.out_proj.bias)
+        return block.train(mha.training)  # same mode: same dropout behaviour
 
     def to_torch(self) -> nn.MultiheadAttention:
         """A ``torch.nn.MultiheadAttention(batch_first=True)`` with these weights.
@@ -125,7 +158,40 @@ class MultiHeadSelfAttention(nn.Module):
         ``nn.MultiheadAttention`` does not keep), and only when ``qkv`` and ``out_proj``
         both have biases or both have none (it has one ``bias`` flag for the two).
         """
-        return convert.to_torch(self)
+        if self.mask_kind != "causal":
+            raise ValueError(
+                error_text(
+                    "to_torch() converts causal blocks only; this block has "
+                    "mask_kind={kind}. nn.MultiheadAttention keeps no mask: copy the "
+                    "weights yourself and pass attn_mask=block.mask[:T, :T] on every call"
+                ).format(kind=repr(self.mask_kind))
+            )
+        has_bias = self.qkv.bias is not None
+        if has_bias != (self.out_proj.bias is not None):
+            raise ValueError(
+                error_text(
+                    "nn.MultiheadAttention has one bias flag for both projections, but this block "
+                    "has qkv_bias={qkv_bias} and out_bias={out_bias}; build the block with "
+                    "qkv_bias == out_bias to convert it"
+                ).format(qkv_bias=has_bias, out_bias=not has_bias)
+            )
+        w = self.qkv.weight
+        mha = nn.MultiheadAttention(
+            self.d_model,
+            self.n_heads,
+            dropout=self.dropout.p,
+            bias=has_bias,
+            batch_first=True,
+            device=w.device,
+            dtype=w.dtype,
+        )
+        with torch.no_grad():
+            mha.in_proj_weight.copy_(w)
+            mha.out_proj.weight.copy_(self.out_proj.weight)
+            if has_bias:
+                mha.in_proj_bias.copy_(self.qkv.bias)
+                mha.out_proj.bias.copy_(self.out_proj.bias)
+        return mha.train(self.training)  # same mode: same dropout behaviour
 
     @classmethod
     def from_separate(cls, mha: MultiHeadAttention) -> MultiHeadSelfAttention:
@@ -134,8 +200,57 @@ class MultiHeadSelfAttention(nn.Module):
         Biases are mirrored: ``qkv`` has one exactly when W_q, W_k, W_v have them, and
         ``out_proj`` exactly when W_o has one, so ``to_separate`` gives back the same keys.
         """
-        return convert.from_separate(cls, mha)
+        if not isinstance(mha, MultiHeadAttention):
+            raise TypeError(
+                error_text("expected attention_lab.MultiHeadAttention, got {type}").format(
+                    type=type(mha).__name__
+                )
+            )
+        w = mha.W_q.weight
+        layers = (mha.W_q, mha.W_k, mha.W_v)
+        qkv_bias = mha.W_q.bias is not None
+        block = cls(
+            mha.d_model,
+            mha.n_heads,
+            mha.context_length,
+            dropout=mha.dropout.p,
+            qkv_bias=qkv_bias,
+            out_bias=mha.W_o.bias is not None,
+        ).to(device=w.device, dtype=w.dtype)
+        with torch.no_grad():
+            block.qkv.weight.copy_(torch.cat([layer.weight for layer in layers]))  # (3D, D)
+            if qkv_bias:
+                block.qkv.bias.copy_(torch.cat([layer.bias for layer in layers]))  # (3D,)
+            block.out_proj.weight.copy_(mha.W_o.weight)
+            if mha.W_o.bias is not None:
+                block.out_proj.bias.copy_(mha.W_o.bias)
+        return block.train(mha.training)  # same mode: same dropout behaviour
 
     def to_separate(self) -> MultiHeadAttention:
         """Cut ``qkv`` back into W_q, W_k, W_v of a ``MultiHeadAttention`` (causal blocks only)."""
-        return convert.to_separate(self)
+        if self.mask_kind != "causal":
+            raise ValueError(
+                error_text(
+                    "MultiHeadAttention is always causal; this block has mask_kind={kind}"
+                ).format(kind=repr(self.mask_kind))
+            )
+        w = self.qkv.weight
+        qkv_bias = self.qkv.bias is not None
+        mha = MultiHeadAttention(
+            self.d_model,
+            self.n_heads,
+            self.context_length,
+            dropout=self.dropout.p,
+            qkv_bias=qkv_bias,
+            out_bias=self.out_proj.bias is not None,
+        ).to(device=w.device, dtype=w.dtype)
+        D = self.d_model
+        with torch.no_grad():
+            for i, layer in enumerate((mha.W_q, mha.W_k, mha.W_v)):
+                layer.weight.copy_(w[i * D : (i + 1) * D])
+                if qkv_bias:
+                    layer.bias.copy_(self.qkv.bias[i * D : (i + 1) * D])
+            mha.W_o.weight.copy_(self.out_proj.weight)
+            if self.out_proj.bias is not None:
+                mha.W_o.bias.copy_(self.out_proj.bias)
+        return mha.train(self.training)  # same mode: same dropout behaviour

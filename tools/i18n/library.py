@@ -61,7 +61,6 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
             "config.py",
             "tiny_lm.py",
             "device.py",
-            "convert.py",
             "interventions/*",
         ),
     ),  # fmt: skip
