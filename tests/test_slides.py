@@ -335,7 +335,7 @@ def test_summary_mask_conventions_match_pytorch(summary_page):
     assert torch.all(w[0][blocked] == 0), "nn.MultiheadAttention: True = blocked"
     rows = dict(
         re.findall(
-            r"<tr><td>([^<]+)</td><td>(?:[^<]*<code>[^<]*</code>)+</td><td><b>([^<]+)</b>",
+            r"<tr><td>([^<]+)</td><td>(?:[^<]*<code>[^<]*</code>)+</td><td[^>]*><b>([^<]+)</b>",
             summary_page,
         )
     )
@@ -354,3 +354,26 @@ def test_summary_cost_quadruples_when_t_doubles(summary_page):
             f"<td class='n'>{T:,}</td><td class='n'>{flops / 1e9:,.1f}</td>"
             f"<td class='n'>{mib:,.0f}</td>" in summary_page
         )
+
+
+def test_summary_induction_example_is_the_token_after_the_earlier_occurrence(summary_page):
+    import summary_numbers
+
+    ids = list(summary_numbers.INDUCTION_IDS)
+    p, A = len(ids) - 1, ids[-1]
+    earlier = ids.index(A)  # the first occurrence of the last id, found independently
+    assert earlier < p and ids.count(A) == 2
+    j = earlier + 1  # the induction head reads the token just after it
+    assert f"the query at {p} (id {A}) matches key {j} and copies {ids[j]}." in summary_page
+    # the baseline, counted row by row: 1 / (ids seen exactly once) at each scored position
+    from attention_lab import IGNORE_INDEX, make_batch
+
+    x, y = make_batch("induction", 1000, generator=torch.Generator().manual_seed(2024))
+    chances = []
+    for row, target in zip(x.tolist(), y.tolist()):
+        for i, t in enumerate(target):
+            if t != IGNORE_INDEX:
+                seen = row[: i + 1]
+                once = {v for v in seen if seen.count(v) == 1}
+                chances.append((t in once) / len(once))
+    assert f"ids seen once ({sum(chances) / len(chances):.3f}, notebook 10)" in summary_page

@@ -222,3 +222,21 @@ def test_the_chinese_sheets_pdf_has_no_missing_glyph(chromium, tmp_path):
     assert sum(len(ids) for ids in drawn.values()) > 1000, drawn.keys()  # the text was found
     assert not boxes, f".notdef glyphs (boxes) in the PDF, by font: {boxes}"
     assert any(font.startswith("Type3") for font in drawn), drawn.keys()  # the web font
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_the_summary_sheet_prints_on_one_a4_page(chromium, lang):
+    """The sheet is a one-page handout: printed to A4 (its own @page size and margins), in
+    either language, it makes a PDF of exactly one page."""
+    page_file = summary_sheet.PAGES[lang]
+    page = chromium.new_page()
+    try:
+        page.goto(page_file.as_uri())
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(500)  # the Chinese page shapes itself again once its font loaded
+        pdf = page.pdf(format="A4", prefer_css_page_size=True)
+    finally:
+        page.close()
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+    assert pages == 1, f"{page_file.relative_to(ROOT)} prints on {pages} A4 pages"

@@ -4,7 +4,9 @@ tools/templates/summary_sheet.html.j2 and its catalogues; tools/summary_sheet.py
 The shape walk is recorded from a real forward pass of ``attention_lab.MultiHeadSelfAttention``
 (and checked equal to the block's own output), the parameter counts come from building the
 block and counting, each mask convention is found by running that API with ``causal_mask(T)``
-and seeing whether True blocked or allowed, and the cost table uses ``attention_lab.cost``.
+and seeing whether True blocked or allowed, the cost table uses ``attention_lab.cost``, and the
+induction box finds its key with notebook 10's rule (``after_previous_occurrence``) and its
+baseline with ``in_context_guess``.
 """
 
 from __future__ import annotations
@@ -116,6 +118,32 @@ def mask_conventions(T: int = MASK_T) -> list[tuple[str, str, str]]:
     ]
 
 
+INDUCTION_IDS = (3, 7, 1, 4, 9, 7)  # a row that repeats id 7: ... A B ... A -> B
+
+
+def induction_example(ids: tuple[int, ...] = INDUCTION_IDS) -> dict[str, int]:
+    """Where the induction head of notebook 10 looks in ``ids``, found by the lesson's rule
+    (``after_previous_occurrence``): the last query p, its one matching key j (just after the
+    earlier occurrence of ids[p]), that occurrence and the id copied, ids[j]."""
+    from attention_lab.interventions import after_previous_occurrence
+
+    rule = after_previous_occurrence(torch.tensor(ids))[0]  # (T, T) bool
+    p = len(ids) - 1
+    (keys,) = torch.nonzero(rule[p], as_tuple=True)  # (n,): the keys query p matches
+    assert len(keys) == 1, "the example row must repeat its last id exactly once"
+    j = int(keys[0])
+    return {"p": p, "A": ids[p], "j": j, "earlier": j - 1, "B": ids[j]}
+
+
+def induction_guess(n_rows: int = 1000, seed: int = 2024) -> float:
+    """Notebook 10's baseline on its held-out rows: a guess among the ids seen exactly once."""
+    from attention_lab.induction import in_context_guess
+    from attention_lab.tasks import make_batch
+
+    x, y = make_batch("induction", n_rows, generator=torch.Generator().manual_seed(seed))
+    return in_context_guess(x, y, once=True)
+
+
 def cost_rows(
     D: int, H: int, Ts: tuple[int, ...] = (1024, 2048, 4096)
 ) -> list[tuple[int, int, int]]:
@@ -186,4 +214,9 @@ def page_data() -> dict:
             for T, flops, mem in costs
         ],
         "ratio": f"{costs[1][2] / costs[0][2]:g}",
+        "induction": {
+            "ids": " ".join(map(str, INDUCTION_IDS)),
+            **induction_example(),
+            "guess": f"{induction_guess():.3f}",
+        },
     }
