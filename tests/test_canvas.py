@@ -12,9 +12,10 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import PathPatch
 from PIL import Image
 
-from attention_lab import _mpl_fast, diagrams, plot_heads
-from attention_lab._mpl_fast import LabCanvas
-from attention_lab.canvas import (
+from attention_lab import plot_heads
+from attention_lab.viz import _mpl_fast, diagrams
+from attention_lab.viz._mpl_fast import LabCanvas
+from attention_lab.viz.canvas import (
     BLOCKED_HATCH,
     LabFigure,
     cell_image,
@@ -23,9 +24,9 @@ from attention_lab.canvas import (
     stripes_path,
     to_png,
 )
-from attention_lab.cells import CellImage
-from attention_lab.headgrid import HeadGrid
-from attention_lab.palette import BLOCKED_HATCH_COLOR
+from attention_lab.viz.cells import CellImage
+from attention_lab.viz.headgrid import HeadGrid
+from attention_lab.viz.palette import BLOCKED_HATCH_COLOR
 
 
 @pytest.fixture
@@ -51,7 +52,7 @@ def test_png_bytes_keeps_every_pixel():
 
     from PIL import Image
 
-    from attention_lab.plotting import png_bytes
+    from attention_lab.viz.canvas import png_bytes
 
     rgba = np.random.default_rng(0).integers(0, 256, (37, 53, 4), dtype=np.uint8)
     decoded = np.asarray(Image.open(io.BytesIO(png_bytes(rgba))))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_lab.plotting import SHADES
+from attention_lab.viz.heatmaps import SHADES
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,10 @@ import torch
 from matplotlib.colors import to_hex
 from matplotlib.patches import Rectangle
 
-from attention_lab import _mpl_fast, diagrams
-from attention_lab.diagrams.roadmap import NOTEBOOKS
-from attention_lab.palette import BLOCKED_COLOR, HEAD_COLORS, head_color
-from attention_lab.plotting import LabFigure
+from attention_lab.viz import _mpl_fast, diagrams
+from attention_lab.viz.canvas import LabFigure
+from attention_lab.viz.diagrams.roadmap import NOTEBOOKS
+from attention_lab.viz.palette import BLOCKED_COLOR, HEAD_COLORS, head_color
 
 
 @pytest.fixture(params=["fast", "plain"])
@@ -220,7 +220,7 @@ def test_dropout_row_drops_and_rescales_like_its_own_draw():
 
 
 def test_dropped_cells_look_unlike_blocked_ones_and_are_labelled_as_dropout():
-    from attention_lab.palette import BLOCKED_HATCH_COLOR, DROPPED_EDGE_COLOR, DROPPED_LABEL
+    from attention_lab.viz.palette import BLOCKED_HATCH_COLOR, DROPPED_EDGE_COLOR, DROPPED_LABEL
 
     fig = diagrams.dropout_row(np.full(6, 1 / 6), 0.5, seed=4)
     dropped = patches_with(fig, "dropped")
@@ -522,7 +522,7 @@ def test_dropout_label_sits_below_the_rows_clear_of_the_arrows():
 
 
 # The module diagrams.py became a package (one module per lesson); notebooks and the explorer
-# import these names from ``attention_lab.diagrams``, with these signatures.
+# import these names from ``attention_lab.viz.diagrams``, with these signatures.
 OLD_PUBLIC_API = {
     "causal_mask_grid": "(T: 'int') -> 'LabFigure'",
     "draw_head_split": "(ax, T: 'int', D: 'int', H: 'int', B: 'int' = 1) -> 'list'",
@@ -548,7 +548,7 @@ OLD_CONSTANTS = {
 
 
 def test_every_public_name_of_the_old_module_is_still_importable_with_its_signature():
-    import attention_lab.diagrams as package
+    import attention_lab.viz.diagrams as package
 
     for name, signature in OLD_PUBLIC_API.items():
         now = inspect.signature(getattr(package, name))
@@ -573,7 +573,7 @@ def edge(patch) -> str:
 
 @pytest.mark.parametrize("n", sorted(NOTEBOOKS))
 def test_the_roadmap_highlights_the_parts_of_the_notebook_asked_for(n):
-    from attention_lab.diagrams.roadmap import HIGHLIGHT, PARTS
+    from attention_lab.viz.diagrams.roadmap import HIGHLIGHT, PARTS
 
     fig = diagrams.roadmap(highlight=n)
     (ax,) = fig.axes

@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from attention_lab import explorer_kernel, tasks
-from attention_lab.explorer_model import (
+from attention_lab import tasks
+from attention_lab.masks import build_mask
+from attention_lab.viz.canvas import png_bytes
+from attention_lab.viz.explorer import kernel as explorer_kernel
+from attention_lab.viz.explorer.model import (
     ALL_HEADS,
     CONTEXT_LENGTH,
     D_MODEL_CHOICES,
@@ -40,23 +43,21 @@ from attention_lab.explorer_model import (
     train_steps,
     untrained_model,
 )
-from attention_lab.explorer_picture import RENDER_DPI, css_width
-from attention_lab.explorer_text import (
+from attention_lab.viz.explorer.picture import RENDER_DPI, css_width
+from attention_lab.viz.explorer.text import (
     error_html,
     metrics_html,
     status_html,
     suptitle,
     training_html,
 )
-from attention_lab.masks import build_mask
-from attention_lab.plotting import png_bytes
 
 
 def test_the_explorer_model_text_picture_and_kernel_modules_load_without_ipywidgets():
     code = (
         "import sys\n"
-        "import attention_lab.explorer_model, attention_lab.explorer_text\n"
-        "import attention_lab.explorer_picture, attention_lab.explorer_kernel\n"
+        "import attention_lab.viz.explorer.model, attention_lab.viz.explorer.text\n"
+        "import attention_lab.viz.explorer.picture, attention_lab.viz.explorer.kernel\n"
         "assert 'ipywidgets' not in sys.modules, 'ipywidgets was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -19,10 +19,10 @@ import torch
 from conftest import message
 
 from attention_lab import MultiHeadAttention, TinyLM
-from attention_lab.explorer_model import TASK_CHOICES, parse_sequence
-from attention_lab.explorer_text import error_html, training_html
-from attention_lab.headgrid import HeadGrid
-from attention_lab.widgets import AttentionExplorer
+from attention_lab.viz.explorer.model import TASK_CHOICES, parse_sequence
+from attention_lab.viz.explorer.text import error_html, training_html
+from attention_lab.viz.explorer.widgets import AttentionExplorer
+from attention_lab.viz.headgrid import HeadGrid
 
 # English a Chinese text may still contain: code identifiers (argument names, classes, the
 # tasks' code names), the words the glossary keeps (softmax, token, dropout), the repeat

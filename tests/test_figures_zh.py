@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 import torch
 
-from attention_lab import diagrams, plot_heads, plot_lines, plot_loss, text_heatmap
+from attention_lab import plot_heads, plot_lines, plot_loss, text_heatmap
 from attention_lab.i18n import _
+from attention_lab.viz import diagrams
 
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 # English words a Chinese figure may show: code identifiers, names of the chapter's models
@@ -231,7 +232,7 @@ def test_plot_heads_in_chinese():
 
 def test_plot_heads_warning_adds_the_chinese_line(zh):
     from attention_lab.masks import causal_mask
-    from attention_lab.plotting import CausalWithoutMaskWarning
+    from attention_lab.viz.heatmaps import CausalWithoutMaskWarning
 
     w = torch.softmax(torch.randn(5, 5).masked_fill(causal_mask(5), float("-inf")), dim=-1)
     with pytest.warns(CausalWithoutMaskWarning) as caught:

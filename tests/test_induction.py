@@ -11,7 +11,6 @@ from conftest import raises
 from matplotlib.colors import to_hex
 
 from attention_lab import IGNORE_INDEX, causal_mask, make_batch, plot_heads
-from attention_lab.diagrams.induction import induction_circuit
 from attention_lab.induction import (
     INDUCTION_SEGMENT,
     copy_starts,
@@ -19,7 +18,8 @@ from attention_lab.induction import (
     phase_change_step,
     split_lookup_batch,
 )
-from attention_lab.induction_plots import OUTLINE_COLOR, outline_block, plot_runs
+from attention_lab.viz.diagrams.induction import induction_circuit
+from attention_lab.viz.induction_plots import OUTLINE_COLOR, outline_block, plot_runs
 
 
 def _rows(n=300, seed=0):
@@ -227,7 +227,7 @@ def test_the_circuit_diagram_speaks_chinese(zh):
 
 def test_the_pictures_come_from_the_package_too():
     import attention_lab
-    from attention_lab import induction_plots
+    from attention_lab.viz import induction_plots
 
     assert attention_lab.plot_runs is induction_plots.plot_runs
     assert attention_lab.outline_block is induction_plots.outline_block

@@ -21,8 +21,9 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontManager, FontProperties, fontManager
 from PIL import Image
 
-from attention_lab import _mpl_fast, diagrams, plot_heads, plot_loss
-from attention_lab.canvas import LabFigure
+from attention_lab import plot_heads, plot_loss
+from attention_lab.viz import _mpl_fast, diagrams
+from attention_lab.viz.canvas import LabFigure
 
 PINNED = ("3.10.0", "3.11.2")  # Colab's (tools/colab_widgets_check.sh) and constraints.txt's
 

@@ -11,13 +11,13 @@ import torch
 from attention_lab import (
     LabFigure,
     TrainHistory,
-    _mpl_fast,
     plot_heads,
     plot_lines,
     plot_loss,
     text_heatmap,
 )
-from attention_lab.plotting import SHADES
+from attention_lab.viz import _mpl_fast
+from attention_lab.viz.heatmaps import SHADES
 
 
 @pytest.fixture(autouse=True, params=["fast", "plain"])
@@ -218,7 +218,7 @@ def test_zeros_are_not_mistaken_for_blocked_cells():
 
 
 def test_a_mask_per_head_is_drawn_per_head():
-    from attention_lab.headgrid import HeadGrid
+    from attention_lab.viz.headgrid import HeadGrid
 
     T = 5
     masks = torch.stack([torch.ones(T, T, dtype=torch.bool).triu(1), torch.zeros(T, T).bool()])
@@ -270,7 +270,7 @@ def test_the_colour_scale_is_square_root_spaced_so_small_weights_show():
 
 @pytest.mark.parametrize("hatch", [False, True])
 def test_headgrid_fast_redraw_paints_the_mask_like_a_full_draw(hatch):
-    from attention_lab.headgrid import HeadGrid
+    from attention_lab.viz.headgrid import HeadGrid
 
     T, H = 6, 3
     rng = np.random.default_rng(0)
@@ -379,7 +379,7 @@ def test_the_colour_bar_says_square_root_and_its_ticks_sit_where_the_colours_are
 
 def test_causal_weights_without_a_mask_warn_and_causal_true_draws_them_blocked():
     from attention_lab.masks import causal_mask
-    from attention_lab.plotting import CausalWithoutMaskWarning, looks_causal
+    from attention_lab.viz.heatmaps import CausalWithoutMaskWarning, looks_causal
 
     w, mask = causal_weights(H=2, T=6)
     assert looks_causal(w) and not looks_causal(random_weights(2, T=6))

@@ -19,8 +19,9 @@ import torch
 from PIL import Image
 
 from attention_lab import tasks
-from attention_lab.diagrams import head_split
-from attention_lab.explorer_model import (
+from attention_lab.masks import build_mask
+from attention_lab.viz.diagrams import head_split
+from attention_lab.viz.explorer.model import (
     ALL_HEADS,
     CONTEXT_LENGTH,
     D_MODEL_CHOICES,
@@ -36,10 +37,10 @@ from attention_lab.explorer_model import (
     task_vocab_size,
     untrained_model,
 )
-from attention_lab.explorer_picture import CSS_DPI, DIAGRAM_CSS_DPI, PIXEL_RATIO, RENDER_DPI
-from attention_lab.masks import build_mask
-from attention_lab.plotting import HeadGrid, plot_heads
-from attention_lab.widgets import AttentionExplorer
+from attention_lab.viz.explorer.picture import CSS_DPI, DIAGRAM_CSS_DPI, PIXEL_RATIO, RENDER_DPI
+from attention_lab.viz.explorer.widgets import AttentionExplorer
+from attention_lab.viz.headgrid import HeadGrid
+from attention_lab.viz.heatmaps import plot_heads
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,13 @@ The public API, in the order the chapter introduces it:
   ``MultiHeadSelfAttention`` with a fused QKV projection (07)
 * the toy tasks and their model (08): ``make_batch``, ``TinyLMConfig``, ``TinyLM``,
   ``train``, ``evaluate``
-* pictures: ``plot_heads``, ``plot_loss``, ``text_heatmap``, and the drawn diagrams in
-  ``attention_lab.diagrams``
+* pictures (``attention_lab.viz``, everything that draws): ``plot_heads``, ``plot_loss``,
+  ``text_heatmap``, the drawn diagrams in ``attention_lab.viz.diagrams`` and the explorer,
+  ``attention_lab.viz.explorer.AttentionExplorer``
 * two layers (10): ``TinyLMConfig(n_layers=2)``, the ``"induction"`` task and its helpers in
   ``attention_lab.induction`` (``copy_starts``, ``in_context_guess``, ``phase_change_step``,
   ``split_lookup_batch``); ``plot_runs`` (curves of several seeds) and ``outline_block`` (a
-  box on heatmaps); ``diagrams.induction_circuit``
+  box on heatmaps); ``viz.diagrams.induction_circuit``
 * interventions (08-11): ``ablate_heads``, ``freeze_attention`` with ``even_weights`` or
   ``mean_weights``, ``retrain_readout``, ``source_shares``, ``attention_layers`` (the rest,
   such as the key rules, in ``attention_lab.interventions``)
@@ -58,27 +59,23 @@ __version__ = "0.2.0"
 
 # name -> the submodule that defines it, imported on first use (PEP 562)
 _LAZY = {
-    "HEAD_COLORS": "palette",
-    "HeadGrid": "headgrid",
-    "head_color": "palette",
-    "LabFigure": "plotting",
-    "outline_block": "induction_plots",
-    "plot_heads": "plotting",
-    "plot_lines": "plotting",
-    "plot_loss": "plotting",
-    "plot_runs": "induction_plots",
-    "text_heatmap": "plotting",
+    "HEAD_COLORS": "viz.palette",
+    "HeadGrid": "viz.headgrid",
+    "head_color": "viz.palette",
+    "LabFigure": "viz.canvas",
+    "outline_block": "viz.induction_plots",
+    "plot_heads": "viz.heatmaps",
+    "plot_lines": "viz.lines",
+    "plot_loss": "viz.lines",
+    "plot_runs": "viz.induction_plots",
+    "text_heatmap": "viz.heatmaps",
 }
 _SUBMODULES = (
     "charlm",
     "cost",
-    "diagrams",
     "exercises",
-    "headgrid",
-    "palette",
-    "plotting",
     "text",
-    "widgets",
+    "viz",
 )
 
 

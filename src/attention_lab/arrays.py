@@ -1,4 +1,4 @@
-"""Tensors and arrays to numpy, once for every picture (``plotting``, ``headgrid``, ``diagrams``).
+"""Tensors and arrays to numpy, once for every picture (``viz``: heatmaps, ``HeadGrid``, diagrams).
 
 ``to_numpy`` takes a tensor (on any device, with or without grad) or anything numpy reads
 and returns a numpy array; ``as_heads`` and ``as_bool_mask`` add the shape and dtype checks

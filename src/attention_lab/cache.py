@@ -5,8 +5,8 @@ the entry used least recently (one eviction rule everywhere):
 
 * ``_mpl_fast``: rasterised labels, their sizes, the font files of a font;
 * ``HeadGrid``: the pixels of each title shown before;
-* ``explorer_picture.Picture``: one ``HeadGrid`` per (panel count, tokens);
-* ``diagrams.head_split_png``: the head-split PNG per size and dpi (the explorer's diagram).
+* ``viz.explorer.picture.Picture``: one ``HeadGrid`` per (panel count, tokens);
+* ``viz.diagrams.head_split_png``: the head-split PNG per size and dpi (the explorer's diagram).
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def run(argv: list[str] | None = None) -> None:
     x, _targets = make_batch(args.task, 1, args.context_length, args.vocab_size, generator=g)
     with torch.no_grad():
         _logits, weights = model(x, return_weights=True)  # (1, H, T, T)
-    from .plotting import plot_heads, text_heatmap
+    from .viz.heatmaps import plot_heads, text_heatmap
 
     tokens = token_labels(args.task, x[0])
     print()

@@ -72,7 +72,7 @@ MIN_VOCAB = {
 # with (notebooks 08-10): TinyLMConfig fields and ``train`` options. ``train_tiny_lm(task)``
 # trains exactly this, and ``train(model, task)`` takes every option left out from it (train
 # has no defaults of its own). The row's "explorer" entry lists what the explorer's trained
-# mode changes (``explorer_model.explorer_settings``): longer inputs and a smaller budget,
+# mode changes (``viz.explorer.model.explorer_settings``): longer inputs and a smaller budget,
 # so a new setting trains while the reader waits; a task without one is not offered there.
 _ONE_LAYER = {"vocab_size": 64, "context_length": 12, "epochs": 3, "n_rows": 2048}
 _TRAIN = {"batch_size": 32, "lr": 1e-2}
@@ -112,7 +112,7 @@ TRAIN_OPTIONS = ("epochs", "n_rows", "batch_size", "lr")  # the ``train`` option
 def task_settings(task: str) -> dict:
     """The chapter's setting of ``task`` as one flat dict of TinyLMConfig fields and ``train``
     options: its row of ``TASK_SETTINGS`` without the "explorer" entry (the explorer applies
-    that one itself: ``explorer_model.explorer_settings``)."""
+    that one itself: ``viz.explorer.model.explorer_settings``)."""
     row = dict(TASK_SETTINGS[check_task(task)])
     row.pop("explorer", None)
     return row

@@ -34,21 +34,8 @@ KEYWORDS = {
 # part -> file patterns (relative to src/attention_lab); the first match wins.
 PARTS: list[tuple[str, tuple[str, ...]]] = [
     ("exercises", ("exercises/*",)),
-    ("explorer", ("explorer*", "widgets.py", "headgrid.py")),
-    (
-        "figures",
-        (
-            "diagrams/*",
-            "induction_plots.py",
-            "plotting.py",
-            "heatmaps.py",
-            "heatmap_labels.py",
-            "lines.py",
-            "palette.py",
-            "canvas.py",
-            "bench/figures.py",
-        ),
-    ),  # fmt: skip
+    ("explorer", ("viz/explorer/*", "viz/headgrid.py")),
+    ("figures", ("viz/*", "bench/figures.py")),
     (
         "errors",
         (

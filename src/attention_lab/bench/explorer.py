@@ -1,7 +1,7 @@
 """How fast the explorer answers (``make bench``; never used in tests): ``benchmark_explorer``.
 
-Kept apart from widgets.py so the explorer module holds only what a reader runs; ``report``
-imports it only when the full run reaches the explorer (ipywidgets loads then).
+Kept apart from viz/explorer/widgets.py so the explorer holds only what a reader runs;
+``report`` imports it only when the full run reaches the explorer (ipywidgets loads then).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from ..explorer_model import example_sequence, train_setting
-from ..widgets import AttentionExplorer
+from ..viz.explorer.model import example_sequence, train_setting
+from ..viz.explorer.widgets import AttentionExplorer
 
 
 def benchmark_explorer(repeats: int = 20) -> dict[str, float]:

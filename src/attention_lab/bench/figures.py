@@ -28,8 +28,9 @@ def _goal(name: str) -> bool:
 
 
 def _cases() -> dict[str, Callable]:
-    from .. import diagrams
-    from ..plotting import plot_heads, plot_loss
+    from ..viz import diagrams
+    from ..viz.heatmaps import plot_heads
+    from ..viz.lines import plot_loss
 
     rng = np.random.default_rng(0)
     scores = rng.normal(size=(6, 6))  # (T, T), as in notebook 04
@@ -88,7 +89,7 @@ def figure_times(repeats: int = 7) -> list[tuple[str, float, float, float]]:
 
 def figure_times_both_paths(repeats: int = 7) -> dict[str, list[tuple[str, float, float, float]]]:
     """``figure_times`` on the fast path, then on the plain-Agg fallback: {path: rows}."""
-    from .. import _mpl_fast
+    from ..viz import _mpl_fast
 
     _cases()["qkv_flow (02, 03)"]()._repr_png_()  # load the fonts once, for neither path
     results = {}

@@ -88,7 +88,7 @@ def plot_ratios(tables: list[list[Row]], path: Path) -> None:
     """One panel per shape: forward and forward+backward time as ratios, log scale."""
     from matplotlib.ticker import NullFormatter
 
-    from ..plotting import LabFigure
+    from ..viz.canvas import LabFigure
 
     fig = LabFigure(figsize=(7, 2.2 + 1.6 * len(tables)), dpi=100)
     axes = fig.subplots(len(tables), 1, squeeze=False)[:, 0]
@@ -121,8 +121,8 @@ def plot_ratios(tables: list[list[Row]], path: Path) -> None:
 def explorer_times(log=print) -> None:
     """Redraw and retrain times of the interactive explorer (``benchmark_explorer``), on the
     figures' fast path and on the plain-Agg fallback (``_mpl_fast``), in this one run."""
-    from .. import _mpl_fast
-    from ..diagrams import head_split_png
+    from ..viz import _mpl_fast
+    from ..viz.diagrams import head_split_png
     from .explorer import benchmark_explorer  # lazy: ipywidgets loads only here
 
     results = {}

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from ...i18n import _
 from ..canvas import LabFigure
-from ..i18n import _
 from ..palette import LABEL_SIZE, TICK_SIZE, TITLE_SIZE, head_color, text_color_on
 from ._draw import (
     NEUTRAL,

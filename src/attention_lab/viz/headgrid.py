@@ -1,7 +1,7 @@
 """``HeadGrid``: a grid of attention heatmaps, built once, then updated in place.
 
 Used by ``plot_heads`` (every heatmap of notebooks 04-08) and by the explorer
-(widgets.py), which redraws it on every slider change.
+(``explorer.widgets``), which redraws it on every slider change.
 
 The figure is built once for a number of panels and a sequence length T; ``update``
 swaps in new weights, titles and the mask that was applied. ``render`` draws everything
@@ -35,7 +35,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from .arrays import as_bool_mask, as_heads
+from ..arrays import as_bool_mask, as_heads
+from ..i18n import N_, _, error_text
 from .blit import Blitted
 from .canvas import BLOCKED_HATCH, LabFigure, blocked_stripes, cell_image, mask_cells, stripes_path
 from .heatmap_labels import (
@@ -45,7 +46,6 @@ from .heatmap_labels import (
     MIN_TICK_SIZE,
     tick_labels,
 )
-from .i18n import N_, _, error_text
 from .palette import (
     BLOCKED_COLOR,
     BLOCKED_HATCH_COLOR,

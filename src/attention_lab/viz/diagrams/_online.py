@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from ..arrays import to_numpy
-from ..i18n import error_text
+from ...arrays import to_numpy
+from ...i18n import error_text
 from ._draw import _size, _weights
 
 
@@ -76,7 +76,7 @@ def online_softmax_steps(scores, tile: int, values=None) -> list[dict]:
     return steps
 
 
-def _example_row(T: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def example_row(T: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A seeded row of T scores (one decimal) and T small whole-number values."""
     rng = np.random.default_rng(seed)
     scores = np.round(rng.normal(0.0, 1.5, T), 1)

@@ -4,7 +4,7 @@ they may be so a back row reads them (``HeadGrid`` sizes its panels and margins 
 
 from __future__ import annotations
 
-from .i18n import error_text
+from ..i18n import error_text
 
 MIN_TICK_SIZE = 9  # points: the smallest token label a back row can still read
 ALL_LABELLED_UP_TO = 16  # up to this T every row and column is labelled (panels grow)
@@ -32,7 +32,7 @@ def tick_labels(tokens, T: int, task: str | None = None) -> list[str]:
             error_text("got {n} token labels for T={T} positions").format(n=len(tokens), T=T)
         )
     if task is not None and all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
-        from .tasks import token_labels
+        from ..tasks import token_labels
 
         names = token_labels(task, tokens)  # ids -> "SEP", "c=4", ...
     else:

@@ -12,11 +12,11 @@ heatmaps.
 
 This module is the page (ipywidgets): it wires the controls to the work, which lives in
 rooms of its own, all but the controls testable without ipywidgets:
-``explorer_model`` (the settings and tasks offered, the sequence box, the models and their
-weights), ``explorer_text`` (what the read-outs say), ``explorer_picture`` (heatmaps painted
-in place by a ``HeadGrid`` per panel count, the head-split diagram drawn once per size, PNGs
-sized for the screen), ``explorer_controls`` (the widgets and their layout) and
-``explorer_kernel`` (whether it runs in a kernel, and whether a reader moved a control).
+``model`` (the settings and tasks offered, the sequence box, the models and their
+weights), ``text`` (what the read-outs say), ``picture`` (heatmaps painted in place by a
+``HeadGrid`` per panel count, the head-split diagram drawn once per size, PNGs sized for the
+screen), ``controls`` (the widgets and their layout) and ``kernel`` (whether it runs in a
+kernel, and whether a reader moved a control), all in ``attention_lab.viz.explorer``.
 
 It runs wherever ipywidgets 7.7 or 8 run (JupyterLab, Colab, Voila: ``make explore``) and
 needs no JavaScript of its own. Everything a test needs is an attribute: the controls (set
@@ -31,10 +31,13 @@ import contextlib
 import ipywidgets as widgets
 import numpy as np
 
-from . import explorer_controls as controls
-from . import explorer_kernel as kernel
-from ._checks import check_heads
-from .explorer_model import (
+from ..._checks import check_heads
+from ...i18n import _, error_text
+from ...tiny_lm import TinyLM
+from ...training import TrainHistory
+from ..canvas import LabFigure
+from . import controls, kernel
+from .model import (
     ALL_HEADS,
     HEAD_CHOICES,
     SETTING_NAMES,
@@ -52,12 +55,8 @@ from .explorer_model import (
     task_n_layers,
     train_setting,
 )
-from .explorer_picture import CSS_DPI, DIAGRAM_CSS_DPI, Picture, snapshot
-from .explorer_text import error_html, metrics_html, status_html, suptitle, training_html
-from .i18n import _, error_text
-from .plotting import LabFigure
-from .tiny_lm import TinyLM
-from .training import TrainHistory
+from .picture import CSS_DPI, DIAGRAM_CSS_DPI, Picture, snapshot
+from .text import error_html, metrics_html, status_html, suptitle, training_html
 
 
 class AttentionExplorer(widgets.VBox):
@@ -113,7 +112,7 @@ class AttentionExplorer(widgets.VBox):
         check_explorer_task(task)
         check_sizes(n_heads, d_model)
         check_layer(layer, task_n_layers(task))
-        # the controls and read-outs (explorer_controls): self.n_heads, ..., self.diagram
+        # the controls and read-outs (controls.py): self.n_heads, ..., self.diagram
         made = controls.make_widgets(
             n_heads, d_model, sequence, trained, task, mask, window, head, layer
         )

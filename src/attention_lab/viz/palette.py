@@ -1,6 +1,6 @@
 """One look for every picture of the chapter: head colours, the heatmap scale, font sizes.
 
-Used by the heatmaps (``plotting``, ``headgrid``), the drawn diagrams (``diagrams``,
+Used by the heatmaps (``heatmaps``, ``headgrid``), the drawn diagrams (``diagrams``,
 introduced from notebook 01 on) and the explorer, so head 2 has the same colour in every
 figure and every figure is readable from the back of a room.
 
@@ -26,7 +26,7 @@ import operator
 from matplotlib import colormaps
 from matplotlib.colors import PowerNorm, to_rgb
 
-from .i18n import N_, error_text
+from ..i18n import N_, error_text
 
 # Paul Tol, "muted" (https://personal.sron.nl/~pault/): rose, indigo, sand, green, cyan,
 # wine, teal, olive, purple. Neighbours differ in hue and lightness, so two heads never

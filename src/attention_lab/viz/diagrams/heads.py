@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from matplotlib.patches import Rectangle
 
-from ..cache import lru_memo
+from ...cache import lru_memo
+from ...i18n import _, get_language
 from ..canvas import LabFigure
-from ..i18n import _, get_language
 from ..palette import DPI, LABEL_SIZE, TICK_SIZE, head_color
 from ._draw import _arrow, _box, _canvas, _heads, _label, _row_lines, _size, _title
 
@@ -225,7 +225,7 @@ def head_split(T: int, D: int, H: int, B: int = 1, ax=None) -> LabFigure:
 def head_split_png(T: int, D: int, H: int, B: int = 1, dpi: int = DPI) -> bytes:
     """``head_split`` as PNG bytes at ``dpi``, cached per size, dpi and language
     (``cache.lru_memo``: the 128 used last). The explorer shows its head-split diagram from
-    here (``explorer_picture.Picture.diagram``, at its render dpi): a setting visited before
+    here (``explorer.picture.Picture.diagram``, at its render dpi): a setting visited before
     costs nothing the second time (drawing the text is the slow part). ``cached``,
     ``cache_info`` and ``cache_clear`` are those of the cache."""
     return _head_split_png(T, D, H, B, dpi, get_language())

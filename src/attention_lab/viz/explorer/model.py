@@ -6,7 +6,7 @@ drive without a widget library: which settings are offered, the tasks the explor
 content; induction, two layers), reading the sequence box (token ids and each task's own
 tokens, ``c=4``, ``c?``, ``SEP``), building and training the model of one setting, and the
 attention weights of every head of one layer for one input, with the mask the model applied.
-The text the page shows about them is in ``explorer_text``.
+The text the page shows about them is in ``text``.
 
 Every training setting comes from the one table, ``tasks.TASK_SETTINGS``: a task is offered
 when its row has an "explorer" entry, and ``explorer_settings(task)`` is that row with the
@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .config import FIELDS, TinyLMConfig
-from .device import cpu_threads
-from .i18n import N_, error_text, gettext, part, two_lines
-from .tasks import (
+from ...config import FIELDS, TinyLMConfig
+from ...device import cpu_threads
+from ...i18n import N_, error_text, gettext, part, two_lines
+from ...tasks import (
     ALL_TASKS,
     LOOKUP_KEYS,
     LOOKUP_VALUES,
@@ -33,8 +33,8 @@ from .tasks import (
     task_settings,
     token_labels,
 )
-from .tiny_lm import TinyLM
-from .training import TrainHistory, train_tiny_lm
+from ...tiny_lm import TinyLM
+from ...training import TrainHistory, train_tiny_lm
 
 HEAD_CHOICES = (1, 2, 4, 8)
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64)
@@ -47,7 +47,7 @@ TASK_CHOICES = tuple(task for task in ALL_TASKS if "explorer" in TASK_SETTINGS[t
 # The induction task brings its own (32 ids, 24 tokens): ``task_vocab_size(task)``, ...
 _COPY = {**TASK_SETTINGS["copy"], **TASK_SETTINGS["copy"]["explorer"]}
 VOCAB_SIZE, CONTEXT_LENGTH = _COPY["vocab_size"], _COPY["context_length"]
-# English, marked for translation: shown as _(TASK_TOOLTIPS[task]) (explorer_controls)
+# English, marked for translation: shown as _(TASK_TOOLTIPS[task]) (controls)
 TASK_TOOLTIPS = {
     "copy": N_(
         "a plumbing check: every earlier position holds the answer, so any pattern solves it"

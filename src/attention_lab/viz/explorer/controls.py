@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .explorer_model import (
+from ...i18n import _, pgettext
+from .model import (
     ALL_HEADS,
     HEAD_CHOICES,
     MASK_CHOICES,
@@ -22,9 +23,8 @@ from .explorer_model import (
     task_context_length,
     task_n_layers,
 )
-from .explorer_picture import css_width
-from .explorer_text import task_button_label
-from .i18n import _, pgettext
+from .picture import css_width
+from .text import task_button_label
 
 # attribute name -> CSS class name (attention-lab-<name>)
 CSS_NAMES = {

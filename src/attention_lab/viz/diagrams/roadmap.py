@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from matplotlib.patches import Circle, Rectangle
 
+from ...i18n import _, error_text
 from ..canvas import LabFigure
-from ..i18n import _, error_text
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
 from ._draw import ARROW, EDGE, _arrow, _label, _suptitle, _text
 from ._roadmap_parts import CHAPTER_FILL, HIGHLIGHT, LEFT_OUT, NOTEBOOKS, PARTS, STEPS, _badge

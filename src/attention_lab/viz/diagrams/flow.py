@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.patches import FancyArrowPatch
 
+from ...i18n import _, error_text
 from ..canvas import LabFigure
-from ..i18n import _, error_text
 from ..palette import LABEL_SIZE, TICK_SIZE, head_color, text_color_on
 from ._draw import NEUTRAL, _arrow, _box, _canvas, _label, _own_axes, _size, _title, _weights
 

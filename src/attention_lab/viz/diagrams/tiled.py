@@ -8,11 +8,11 @@ import math
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from ...i18n import _, error_text
 from ..canvas import LabFigure
-from ..i18n import _, error_text
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, head_color
 from ._draw import NEUTRAL, _box, _canvas, _label, _size, _suptitle, _weights
-from ._online import _example_row, online_softmax_steps  # noqa: F401  (re-exported)
+from ._online import example_row, online_softmax_steps
 
 MAX_TILED_KEYS = 16  # one number per key must fit across the figure
 
@@ -49,7 +49,7 @@ def tiled_softmax(
         )
     if step is not None:
         step = _size("step", step, 0, n - 1, example=0)
-    default_s, default_v = _example_row(T, seed)
+    default_s, default_v = example_row(T, seed)
     s = default_s if scores is None else _weights(scores, "scores", 1)
     v = default_v if values is None else _weights(values, "values", 1)
     if len(s) != T or len(v) != T:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from matplotlib.patches import Rectangle
 
+from ...i18n import _
 from ..canvas import LabFigure
-from ..i18n import _
 from ..palette import DPI, LABEL_SIZE, TICK_SIZE, head_color
 from ._draw import _box, _canvas, _heads, _label, _row_lines, _suptitle
 

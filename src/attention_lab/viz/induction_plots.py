@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
+from ..i18n import _, error_text
 from .canvas import LabFigure
-from .i18n import _, error_text
 from .lines import _label_axes, _line_colors
 from .palette import DPI, LABEL_SIZE, TICK_SIZE
 

@@ -12,10 +12,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
 from matplotlib.transforms import TransformedPatchPath
 
-from .._checks import as_size, check_heads
-from ..arrays import to_numpy
+from ..._checks import as_size, check_heads
+from ...arrays import to_numpy
+from ...i18n import error_text
 from ..canvas import LabFigure
-from ..i18n import error_text
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_HATCH_COLOR,

@@ -2,7 +2,7 @@
 loss and accuracy (HTML strings; no ipywidgets).
 
 ``s`` is a setting as ``AttentionExplorer.setting()`` returns it: a dict of every control's value
-(``explorer_model.SETTING_NAMES``).
+(``model.SETTING_NAMES``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 import html
 import math
 
-from .explorer_model import task_n_layers, train_steps
-from .i18n import _, get_language, pgettext
-from .tasks import token_labels
-from .tiny_lm import TinyLM
-from .training import TrainHistory, evaluate
+from ...i18n import _, get_language, pgettext
+from ...tasks import token_labels
+from ...tiny_lm import TinyLM
+from ...training import TrainHistory, evaluate
+from .model import task_n_layers, train_steps
 
 
 def short_task_name(task: str) -> str:

@@ -33,23 +33,24 @@ function                              what it shows                         note
                                       matches it and copies the id at j
 ``tiled_softmax``                     the online softmax worked with        bonus      ``tiled``
                                       numbers: m, rescale, l, acc per tile
-``online_softmax_steps``              those numbers, per tile, as dicts     bonus      ``tiled``
+``online_softmax_steps``              those numbers, per tile, as dicts     bonus      ``_online``
 ====================================  ====================================  =========  =============
 
 Shared boxes, arrows, labels and size checks are in ``_draw``; the roadmap's parts in
 ``_roadmap_parts``; figures, the numpy-painted cells and the blocked-cell stripes in
-``attention_lab.canvas``. Colours, font sizes and dpi come from ``palette``: head h hasone
+``attention_lab.viz.canvas``. Colours, font sizes and dpi come from ``palette``: head h has one
 colour everywhere.
 """
 
 from ._draw import ARROW, EDGE, MAX_D, MAX_HEADS, NEUTRAL
+from ._online import online_softmax_steps
 from .flow import qkv_flow, weighted_average
 from .head_rows import head_rows
 from .heads import draw_head_split, head_split, head_split_png
 from .induction import induction_circuit
 from .masks import causal_mask_grid, dropout_row, mask_before_vs_after
 from .roadmap import roadmap
-from .tiled import online_softmax_steps, tiled_softmax
+from .tiled import tiled_softmax
 from .training import training_setup
 
 __all__ = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...i18n import _, error_text
 from ..canvas import LabFigure
-from ..i18n import _, error_text
 from ..palette import LABEL_SIZE, TICK_SIZE
 from ._draw import NEUTRAL, _arrow, _box, _canvas, _heads, _label, _own_axes, _size, _title
 

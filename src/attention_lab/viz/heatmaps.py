@@ -6,6 +6,8 @@ enough for the explorer). All panels share one 0..1 colour scale, white (0) to d
 grey and striped, with a legend entry "blocked" (pass ``mask=`` or ``causal=True``; it is
 never guessed from zeros, but causal-looking weights drawn without a mask warn). Rows and
 columns are labelled ``position:token``. Colours, font sizes and dpi come from ``palette``.
+
+``text_heatmap``: the same weights as text, one character per weight (the demo, a terminal).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from .arrays import as_heads
+from ..arrays import as_heads, to_numpy
+from ..i18n import error_text
 from .headgrid import HeadGrid
-from .i18n import error_text
 from .palette import CMAP, DPI, text_color_on, weight_norm
+
+SHADES = " .:-=+*#%@"  # text heatmap, from weight 0 to weight 1
 
 
 class CausalWithoutMaskWarning(UserWarning):
@@ -67,7 +71,7 @@ def plot_heads(
     if causal:
         if mask is not None:
             raise ValueError(error_text("pass either mask= or causal=True, not both"))
-        from .masks import causal_mask
+        from ..masks import causal_mask
 
         mask = causal_mask(T)
     elif mask is None and looks_causal(w):
@@ -118,3 +122,22 @@ def looks_causal(weights) -> bool:
         return False
     upper = np.triu(np.ones((T, T), bool), 1)
     return bool(np.all(w[:, upper] == 0))
+
+
+def text_heatmap(weights, tokens: Sequence[str] | None = None) -> str:
+    """A (T, T) weight matrix as text: one character per weight, ' ' = 0 up to '@' = 1."""
+    w = to_numpy(weights, float)
+    if w.ndim != 2:
+        raise ValueError(
+            error_text("text_heatmap takes one (T, T) matrix, got shape {shape}").format(
+                shape=w.shape
+            )
+        )
+    T = w.shape[0]
+    tokens = [str(t) for t in (tokens if tokens is not None else range(T))]
+    width = max(map(len, tokens))
+    levels = np.clip(np.rint(w * (len(SHADES) - 1)), 0, len(SHADES) - 1).astype(int)
+    lines = [" " * width + " |" + "".join(t[-1] for t in tokens)]
+    for token, row in zip(tokens, levels):
+        lines.append(token.rjust(width) + " |" + "".join(SHADES[i] for i in row))
+    return "\n".join(lines)

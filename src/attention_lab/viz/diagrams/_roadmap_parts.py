@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from matplotlib.patches import FancyBboxPatch
 
-from ..i18n import N_
+from ...i18n import N_
 from ..palette import TEXT_COLOR, TICK_SIZE
 from ._draw import EDGE, _label
 

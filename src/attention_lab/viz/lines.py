@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from matplotlib.figure import Figure
 
+from ..i18n import _
 from .canvas import LabFigure
-from .i18n import _
 from .palette import DPI, LABEL_SIZE, LINE_COLORS, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
 
 

@@ -18,10 +18,10 @@ import struct
 
 import numpy as np
 
-from .cache import LRUDict
-from .canvas import LabFigure, png_bytes
-from .headgrid import HeadGrid
-from .heatmaps import plot_heads
+from ...cache import LRUDict
+from ..canvas import LabFigure, png_bytes
+from ..headgrid import HeadGrid
+from ..heatmaps import plot_heads
 
 # The live picture: shown at up to CSS_DPI CSS pixels per inch of the figure, rendered with
 # PIXEL_RATIO times as many pixels: 1.5 is one image pixel per screen pixel at 150 % zoom
@@ -71,13 +71,13 @@ class Picture:
 
     def has_diagram(self, key: tuple) -> bool:
         """Whether the head-split diagram for ``key`` = (T, D, H) is drawn already."""
-        from .diagrams import head_split_png
+        from ..diagrams import head_split_png
 
         return head_split_png.cached(*key, dpi=RENDER_DPI)
 
     def diagram(self, key: tuple) -> bytes:
         """The head-split diagram for ``key`` = (T, D, H) as a PNG at ``RENDER_DPI``."""
-        from .diagrams import head_split_png  # matplotlib text layout: loaded on first use
+        from ..diagrams import head_split_png  # matplotlib text layout: loaded on first use
 
         return head_split_png(*key, dpi=RENDER_DPI)
 

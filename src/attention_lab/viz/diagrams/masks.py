@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from ...i18n import _, error_text
 from ..canvas import BLOCKED_HATCH, LabFigure, blocked_stripes, cell_image
-from ..i18n import _, error_text
 from ..palette import (
     BLOCKED_COLOR,
     BLOCKED_LABEL,
