@@ -53,6 +53,8 @@ def _load_tool():
 
 
 make_assignment = _load_tool()
+import assignment_cells  # noqa: E402  (tools/, on sys.path once the tool is loaded)
+
 SOLUTIONS = nbformat.read(make_assignment.SOLUTIONS, as_version=4)
 SOURCE = make_assignment.source_notebook(SOLUTIONS)
 
@@ -79,14 +81,14 @@ def test_every_solution_block_is_an_answer_cell_and_every_check_a_test_cell():
         c
         for c in SOLUTIONS.cells
         if c.cell_type == "code"
-        and make_assignment.has_solution(c.source)
+        and assignment_cells.has_solution(c.source)
         and "solution" not in c.metadata.get("tags", [])
     ]
     checks = [
         call
         for c in SOLUTIONS.cells
         if c.cell_type == "code" and "solution" not in c.metadata.get("tags", [])
-        for call in make_assignment.checker_calls(c.source) or []
+        for call in assignment_cells.checker_calls(c.source) or []
     ]
     answers = [c for c in SOURCE.cells if _meta(c).get("solution")]
     tests = [c for c in SOURCE.cells if _meta(c).get("grade")]
@@ -98,14 +100,14 @@ def test_every_solution_block_is_an_answer_cell_and_every_check_a_test_cell():
     for cell, call in zip(tests, checks, strict=True):
         meta = _meta(cell)
         assert meta["locked"] and not meta["solution"] and meta["points"] == 1
-        assert meta["grade_id"] == f"lesson{make_assignment.lesson_of(cell)}-{call.func.id[6:]}"
+        assert meta["grade_id"] == f"lesson{assignment_cells.lesson_of(cell)}-{call.func.id[6:]}"
         # the library's own checker, never the name the notebook bound
-        assert ast.unparse(make_assignment.graded_call(call)) in cell.source
+        assert ast.unparse(assignment_cells.graded_call(call)) in cell.source
         assert f"{call.func.id}(" not in cell.source
         assert 'assert _verdict.status == "passed"' in cell.source
     # the exercises of every lesson of the solutions notebook are graded
-    lessons = {make_assignment.lesson_of(c) for c in SOLUTIONS.cells} - {None}
-    assert {make_assignment.lesson_of(c) for c in tests} == lessons
+    lessons = {assignment_cells.lesson_of(c) for c in SOLUTIONS.cells} - {None}
+    assert {assignment_cells.lesson_of(c) for c in tests} == lessons
 
 
 def test_the_source_assignment_has_valid_nbgrader_metadata():
@@ -208,7 +210,7 @@ def _test_call(cell) -> ast.Call:
     )
     call = node.value
     if ast.unparse(call.func) == "_graded_check":
-        return make_assignment.checker_call(call)
+        return assignment_cells.checker_call(call)
     return call
 
 
@@ -223,7 +225,7 @@ def _used_elsewhere(source) -> set[str]:
             tree = ast.parse(_answer(cell.source))
         except SyntaxError:
             continue
-        own = set(make_assignment.defined_names(cell.source))
+        own = set(assignment_cells.defined_names(cell.source))
         used |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - own
     return used
 
@@ -236,16 +238,16 @@ def wrong_answers(source) -> list[Wrong]:
     for cell in source.cells:
         meta = _meta(cell)
         if meta.get("solution"):
-            for name in make_assignment.defined_names(cell.source):
+            for name in assignment_cells.defined_names(cell.source):
                 answers[name] = meta["grade_id"]  # the latest definition wins, as in a kernel
         elif meta.get("grade"):
-            lesson = make_assignment.lesson_of(cell)
+            lesson = assignment_cells.lesson_of(cell)
             args = _test_call(cell).args
             fn = args[0].id if args and isinstance(args[0], ast.Name) else None
             if lesson in seen or fn not in answers or fn in used:
                 continue
             seen.add(lesson)
-            exercise = make_assignment.exercise_of(_test_call(cell))
+            exercise = assignment_cells.exercise_of(_test_call(cell))
             wrong.append(Wrong(meta["grade_id"], answers[fn], fn, lesson, exercise))
     return wrong
 
@@ -257,7 +259,7 @@ def checker_message(source, wrong: Wrong) -> str:
     cell of the lesson defines, every earlier code cell of the lesson runs instead."""
     cells = []
     for cell in source.cells:
-        if make_assignment.lesson_of(cell) == wrong.lesson and cell.cell_type == "code":
+        if assignment_cells.lesson_of(cell) == wrong.lesson and cell.cell_type == "code":
             if _meta(cell).get("grade_id") == wrong.grade_id:
                 break
             cells.append(cell)
@@ -276,7 +278,7 @@ def checker_message(source, wrong: Wrong) -> str:
             if (
                 every_cell
                 or meta.get("solution")
-                or make_assignment.imports_checkers(earlier.source)
+                or assignment_cells.imports_checkers(earlier.source)
             ):
                 code = _answer(earlier.source)
                 if meta.get("grade_id") == wrong.answer_id:
@@ -447,7 +449,7 @@ def test_the_solutions_get_full_marks(graded):
 
 @pytest.mark.nbgrader
 def test_one_wrong_answer_per_lesson_loses_exactly_its_points(graded):
-    lessons = {make_assignment.lesson_of(c) for c in SOURCE.cells if _meta(c).get("grade")}
+    lessons = {assignment_cells.lesson_of(c) for c in SOURCE.cells if _meta(c).get("grade")}
     assert sorted(w.lesson for w in graded.wrong) == sorted(lessons)
     expected = dict(graded.points)
     for w in graded.wrong:
@@ -638,7 +640,7 @@ def test_a_chinese_submission_is_graded_with_the_chinese_verdicts(graded_zh):
     assert set(full) == set(graded_zh.points)
     for grade_id, text in full.items():
         assert "✅ 通过" in text and "AssertionError" not in text, grade_id
-    lessons = {make_assignment.lesson_of(c) for c in ZH_SOURCE.cells if _meta(c).get("grade")}
+    lessons = {assignment_cells.lesson_of(c) for c in ZH_SOURCE.cells if _meta(c).get("grade")}
     assert sorted(w.lesson for w in graded_zh.wrong) == sorted(lessons)
     expected = dict(graded_zh.points)
     for w in graded_zh.wrong:

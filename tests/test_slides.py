@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import slides
+import summary_numbers
 import summary_sheet
 import torch
 import torch.nn as nn
@@ -309,7 +310,7 @@ def test_summary_parameter_counts_match_an_independent_count(summary_page, D, H,
 
 
 def test_summary_shape_walk_matches_the_chapter_sizes(summary_page):
-    B, T, D, H = (summary_sheet.CHAPTER[k] for k in "BTDH")
+    B, T, D, H = (summary_numbers.CHAPTER[k] for k in "BTDH")
     expected = [
         (B, T, D),
         (B, T, 3 * D),
@@ -345,7 +346,7 @@ def test_summary_mask_conventions_match_pytorch(summary_page):
 
 
 def test_summary_cost_quadruples_when_t_doubles(summary_page):
-    D, H = summary_sheet.GPT2["D"], summary_sheet.GPT2["H"]
+    D, H = summary_numbers.GPT2["D"], summary_numbers.GPT2["H"]
     assert "doubling T multiplies it by 4" in summary_page
     for T in (1024, 2048, 4096):
         mib = H * T * T * 4 / 2**20  # (1, H, T, T) float32

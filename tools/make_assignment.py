@@ -55,34 +55,7 @@ EDITION_DEFAULTS = {
 NOTEBOOK = "exercises.ipynb"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# re-exported: tests/test_assignment.py and other callers use them as make_assignment.*
-from assignment_cells import (  # noqa: E402, F401
-    CHECKER,
-    CHECKERS_MODULE,
-    DROPPED_TAGS,
-    EDITIONS,
-    GRADED_CHECK,
-    GRADING_NOTE,
-    NBGRADER_BEGIN,
-    SCHEMA_VERSION,
-    TEST_CELL,
-    AssignmentError,
-    _nbgrader,
-    _tags,
-    _unique,
-    checker_call,
-    checker_calls,
-    defined_names,
-    exercise_of,
-    graded,
-    graded_call,
-    grading_note,
-    has_solution,
-    imports_checkers,
-    lesson_of,
-    source_notebook,
-)
-from make_exercises import SOLUTION_TAG, stub_markdown  # noqa: E402, F401
+from assignment_cells import EDITIONS, AssignmentError, graded, source_notebook  # noqa: E402
 from notebook_io import write_notebook  # noqa: E402
 
 CONFIG = """\

@@ -49,12 +49,9 @@ import nbformat
 TOOLS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS))
 from notebook_io import write_notebook  # noqa: E402
-from slide_cells import (  # noqa: E402, F401  (the names tests and tools import from here)
-    FIGURE_LINES,
-    NOTEBOOKS,
+from slide_cells import (  # noqa: E402
     ROOT,
     SLIDE_TYPES,
-    WIDGET_LINES,
     cell_height,
     cell_label,
     chapter_notebooks,
@@ -65,14 +62,7 @@ from slide_cells import (  # noqa: E402, F401  (the names tests and tools import
     nonblank_lines,
     slide_type,
 )
-from slide_decks import (  # noqa: E402, F401
-    DECK_DIR,
-    DEFAULT_OUT,
-    ZH,
-    build_html,
-    lang_of,
-    remote_references,
-)
+from slide_decks import DEFAULT_OUT, ZH, build_html, lang_of, remote_references  # noqa: E402
 
 PREDICT = "**Predict."  # a predict-then-run question starts its own screen
 MAX_MARKDOWN_LINES = 15  # non-blank markdown lines on one slide or subslide

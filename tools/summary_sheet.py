@@ -38,17 +38,7 @@ sys.path.insert(0, str(TOOLS))
 from i18n.common import TranslationError  # noqa: E402
 from i18n.font import FAMILY, RESHAPE_CSS, RESHAPE_JS, inline_font_face_css  # noqa: E402
 from i18n.templates import render_page, update_page_catalogue  # noqa: E402
-from summary_numbers import (  # noqa: E402, F401  (importable from here, as before)
-    CHAPTER,
-    GPT2,
-    MASK_T,
-    block_params,
-    cost_rows,
-    mask_conventions,
-    n_params,
-    page_data,
-    shape_walk,
-)
+from summary_numbers import page_data  # noqa: E402
 
 ROOT = TOOLS.parent
 CHECKED_IN = ROOT / "teaching" / "summary.html"

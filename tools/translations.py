@@ -79,7 +79,6 @@ from i18n.common import (  # noqa: E402
     ROOT,
     TranslationError,
     catalogue_path,
-    dumps_notebook,
     english_notebooks,
     load_catalogue,
     new_catalogue,
@@ -101,6 +100,7 @@ from i18n.glossary import Term, glossary_check, load_glossary, prose_of  # noqa:
 from i18n.library import PARTS, check_library, compile_library, update_library  # noqa: E402
 from i18n.merge import merge, update  # noqa: E402
 from i18n.readme import build_readme, check_readme, update_readme  # noqa: E402
+from notebook_io import dumps_notebook  # noqa: E402
 
 __all__ = [
     "COMMENT", "FUZZY_RATIO", "HEADER", "LANG_DIR", "LOCALE", "MARKDOWN", "ROOT",

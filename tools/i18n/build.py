@@ -22,15 +22,9 @@ from .common import (
     read_notebook,
     translated_path,
 )
-from .extract import (
-    Message,
-    extract,
-    is_generated,
-    literal_problem,
-    notebook_context,
-    parse_cell,
-    replace_code,
-)
+from .extract import Message, extract, is_generated, notebook_context, replace_code
+from .literal_check import literal_problem
+from .literals import parse_cell
 
 
 def _import_badges():

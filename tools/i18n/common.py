@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polib
-from notebook_io import NotebookError, dumps_notebook  # noqa: F401  (re-exported)
+from notebook_io import NotebookError
 from notebook_io import read_notebook as _read_notebook
 
 ROOT = Path(__file__).resolve().parents[2]

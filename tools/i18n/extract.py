@@ -9,10 +9,9 @@ import tokenize
 from dataclasses import dataclass, field
 
 from .common import CODE_STRING, COMMENT, MARKDOWN, TranslationError
-from .literal_check import literal_problem, parse_literal  # noqa: F401  (re-exported)
-from .literals import (  # noqa: F401  (re-exported)
+from .literal_check import parse_literal
+from .literals import (
     _WORD,
-    CodeString,
     _line_starts,
     _mask,
     code_strings,
