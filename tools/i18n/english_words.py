@@ -37,6 +37,7 @@ ALLOWED = {
     # names of classes, functions and errors, printed as code (a reader searches for them)
     "CausalAttention", "SingleHeadAttention", "MultiHeadAttention", "MultiHeadSelfAttention",
     "TinyLM", "CharLM", "GPT", "NotImplementedError", "attend", "masked_fill", "is_causal",
+    "Adam", "AdamW",  # the optimisers, torch.optim.Adam(W), named as the prose names them
     # the tasks' and mask kinds' names, as the code spells them (the glossary keeps them:
     # “previous”任务, mask_kind='causal')
     "copy", "previous", "repeat", "lookup", "trigram", "causal", "sliding", "none",
