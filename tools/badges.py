@@ -13,10 +13,8 @@ import re
 import sys
 from pathlib import Path
 
-import nbformat
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_io import write_notebook  # noqa: E402
+from notebook_io import read_notebook, write_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,12 +66,12 @@ def expected(cell, notebook_name: str) -> str | None:
 def main(argv: list[str]) -> None:
     paths = [Path(p) for p in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     for path in paths:
-        nb = nbformat.read(path, as_version=4)
+        nb = read_notebook(path)
         changed = False
-        for cell in nb.cells:
+        for cell in nb["cells"]:
             want = expected(cell, path.name)
-            if want is not None and cell.source != want:
-                cell.source, changed = want, True
+            if want is not None and cell["source"] != want:
+                cell["source"], changed = want, True
         if changed:
             write_notebook(nb, path)
             print(f"updated {path.name}")

@@ -4,27 +4,25 @@
 
 ``write_notebook(nb, path)`` stores a notebook the way the repository keeps them: without
 nbclient's per-cell execution timestamps (``metadata.execution``), with neighbouring prints of
-one stream joined into one output, and as JSON byte for byte what ``nbformat.write`` gives
-(indent 1, sorted keys, multi-line strings split into lines, transient keys dropped, a final
-newline; tests/test_translations.py checks every notebook). It takes an ``nbformat``
-NotebookNode or the plain dict ``read_notebook`` returns.
+one stream joined into one output (``clean``), then written by ``nbformat.write``. It takes an
+``nbformat`` NotebookNode or the plain dict ``read_notebook`` returns.
 
-Plain ``json``, no ``import nbformat``: that import costs seconds (jsonschema's format
-checkers), longer than all the work of tools/translations.py. Nothing here validates a
-notebook against the schema; the tests and nbval do.
+What stays hand-written, and why. Writing is nbformat's (``dumps_notebook`` is
+``nbformat.writes`` plus the final newline ``nbformat.write`` adds); it was a copy of nbformat's
+JSON layout until issue 29. ``clean`` is ours: nbformat has no notion of joining a cell's
+prints. Reading stays plain ``json`` (each cell's ``source`` one string): ``import nbformat``
+costs 1.6-1.8 s here (jsonschema's format checkers: rfc3987_syntax alone 1.1 s), longer than
+all of ``tools/translations.py update`` on 15 notebooks (1.3 s), which only reads; so nbformat
+is imported when a notebook is written, not before. Nothing here validates a notebook against
+the schema on reading; ``nbformat.writes`` validates what it writes, the tests and nbval the rest.
 """
 
 from __future__ import annotations
 
-import base64
-import copy
 import json
 from pathlib import Path
 
 __all__ = ["NotebookError", "read_notebook", "dumps_notebook", "write_notebook", "clean"]
-
-# What nbformat's split_lines() splits (nbformat/v4/rwbase.py): text/* and these two.
-_SPLIT_MIMES = {"application/javascript", "image/svg+xml"}
 
 
 class NotebookError(ValueError):
@@ -43,44 +41,11 @@ def read_notebook(path: Path) -> dict:
     return nb
 
 
-def _split_bundle(data: dict) -> None:
-    for key, value in list(data.items()):
-        if isinstance(value, str) and (key.startswith("text/") or key in _SPLIT_MIMES):
-            data[key] = value.splitlines(True)
-
-
-def _bytes_as_base64(value):
-    if isinstance(value, bytes):  # as nbformat's BytesEncoder
-        return base64.encodebytes(value).decode("ascii")
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
 def dumps_notebook(nb: dict) -> str:
-    """The file text of ``nb``, as ``nbformat.write`` writes it (``nb`` is not changed)."""
-    nb = copy.deepcopy(nb)
-    for key in ("orig_nbformat", "orig_nbformat_minor", "signature"):
-        nb.get("metadata", {}).pop(key, None)
-    for cell in nb["cells"]:
-        cell.get("metadata", {}).pop("trusted", None)
-        if isinstance(cell.get("source"), str):
-            cell["source"] = cell["source"].splitlines(True)
-        for attachment in cell.get("attachments", {}).values():
-            _split_bundle(attachment)
-        if cell.get("cell_type") != "code":
-            continue
-        for output in cell.get("outputs", []):
-            if output.get("output_type") in ("execute_result", "display_data"):
-                _split_bundle(output.get("data", {}))
-            elif output.get("output_type") == "stream" and isinstance(output.get("text"), str):
-                output["text"] = output["text"].splitlines(True)
-    text = json.dumps(
-        nb,
-        indent=1,
-        sort_keys=True,
-        separators=(",", ": "),
-        ensure_ascii=False,
-        default=_bytes_as_base64,
-    )
+    """The file text of ``nb`` as ``nbformat.write`` writes it (``nb`` is not changed)."""
+    import nbformat  # 1.6 s: only the tools that write a notebook pay it
+
+    text = nbformat.writes(nbformat.from_dict(nb))
     return text if text.endswith("\n") else text + "\n"
 
 

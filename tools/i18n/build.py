@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import copy
 import re
-import sys
-import types
 from pathlib import Path
 
+import badges
 import polib
 from notebook_io import write_notebook
 
@@ -25,28 +24,6 @@ from .common import (
 from .extract import Message, extract, is_generated, notebook_context, replace_code
 from .literal_check import literal_problem
 from .literals import parse_cell
-
-
-def _import_badges():
-    """tools/badges.py, without paying for its module-level `import nbformat` (seconds here:
-    jsonschema's format checkers), which badge_source() does not use. Once badges.py imports
-    nbformat inside main(), this is a plain import."""
-    if "nbformat" in sys.modules:
-        import badges
-
-        return badges
-    placeholder = types.ModuleType("nbformat", "not loaded by tools/translations.py")
-    sys.modules["nbformat"] = placeholder
-    try:
-        import badges
-    finally:
-        if sys.modules.get("nbformat") is placeholder:
-            del sys.modules["nbformat"]
-    return badges
-
-
-badges = _import_badges()
-
 
 # ---------------------------------------------------------------- build
 
