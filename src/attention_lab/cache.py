@@ -1,17 +1,26 @@
-"""One bounded cache for every picture: ``LRUDict`` and the ``lru_memo`` decorator built on it.
+"""One bounded cache for every picture: ``LRUDict``.
 
 Every cache of the figure code keeps at most ``maxsize`` entries and, when full, forgets
 the entry used least recently (one eviction rule everywhere):
 
 * ``_mpl_fast``: rasterised labels, their sizes, the font files of a font;
-* ``HeadGrid``: the pixels of each title shown before;
+* ``blit`` (``HeadGrid``): the pixels of each title shown before;
 * ``viz.explorer.picture.Picture``: one ``HeadGrid`` per (panel count, tokens);
-* ``viz.diagrams.head_split_png``: the head-split PNG per size and dpi (the explorer's diagram).
+* ``viz.diagrams.head_split_png``: the head-split PNG per size, dpi and language.
+
+Why not ``functools.lru_cache`` (issue 29): it caches a function's calls, and only one of
+the four uses is a function call keyed by its arguments; even that one needs to ask whether
+a call would be answered from the cache (the explorer draws a diagram it lacks after the
+heatmaps, ``head_split_png.cached``), which ``lru_cache`` cannot tell. ``blit`` stores pixels
+after a draw, and ``_mpl_fast`` keys by the text, the font files its properties resolve to
+and the dpi, while the work needs the renderer at hand: neither is a call keyed by its own
+arguments. ``cachetools.LRUCache`` does what
+``LRUDict`` does, but would be a new dependency of the package every reader installs (it is
+not among the pinned ones) for these 40 lines.
 """
 
 from __future__ import annotations
 
-import functools
 from collections import namedtuple
 
 CacheInfo = namedtuple("CacheInfo", "hits misses maxsize currsize")
@@ -55,26 +64,3 @@ class LRUDict(dict):
 
     def info(self) -> CacheInfo:
         return CacheInfo(self.hits, self.misses, self.maxsize, len(self))
-
-
-def lru_memo(maxsize: int):
-    """Like ``functools.lru_cache(maxsize)``, kept in an ``LRUDict``; the wrapped function
-    also has ``cached(*args, **kwargs)``: whether that call would be answered from the cache."""
-
-    def decorate(function):
-        store = LRUDict(maxsize)
-
-        def key(args, kwargs):
-            return args + tuple(sorted(kwargs.items()))
-
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            return store.remember(key(args, kwargs), lambda: function(*args, **kwargs))
-
-        wrapper.cached = lambda *args, **kwargs: key(args, kwargs) in store
-        wrapper.cache_info = store.info
-        wrapper.cache_clear = store.clear
-        wrapper.cache = store
-        return wrapper
-
-    return decorate

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from matplotlib.patches import Rectangle
 
-from ...cache import lru_memo
+from ...cache import LRUDict
 from ...i18n import _, get_language
 from ..canvas import LabFigure
 from ..palette import DPI, LABEL_SIZE, TICK_SIZE, head_color
@@ -222,28 +222,30 @@ def head_split(T: int, D: int, H: int, B: int = 1, ax=None) -> LabFigure:
     return fig
 
 
+_PNGS = LRUDict(128)  # (T, D, H, B, dpi, language) -> the PNG bytes of head_split
+
+
 def head_split_png(T: int, D: int, H: int, B: int = 1, dpi: int = DPI) -> bytes:
-    """``head_split`` as PNG bytes at ``dpi``, cached per size, dpi and language
-    (``cache.lru_memo``: the 128 used last). The explorer shows its head-split diagram from
-    here (``explorer.picture.Picture.diagram``, at its render dpi): a setting visited before
-    costs nothing the second time (drawing the text is the slow part). ``cached``,
-    ``cache_info`` and ``cache_clear`` are those of the cache."""
-    return _head_split_png(T, D, H, B, dpi, get_language())
+    """``head_split`` as PNG bytes at ``dpi``, cached per size, dpi and language (an
+    ``LRUDict``: the 128 used last). The explorer shows its head-split diagram from here
+    (``explorer.picture.Picture.diagram``, at its render dpi): a setting visited before costs
+    nothing the second time (drawing the text is the slow part). ``cached(T, D, H, B, dpi)``
+    says whether a call would be answered from the cache; ``cache_info`` and ``cache_clear``
+    are the cache's."""
+    return _PNGS.remember(_png_key(T, D, H, B, dpi), lambda: _draw_png(T, D, H, B, dpi))
 
 
-@lru_memo(maxsize=128)
-def _head_split_png(T: int, D: int, H: int, B: int, dpi: int, language: str) -> bytes:
-    figure = head_split(T, D, H, B)  # drawn in ``language``, the one in use
+def _png_key(T: int, D: int, H: int, B: int, dpi: int) -> tuple:
+    return (T, D, H, B, dpi, get_language())  # drawn in the language in use
+
+
+def _draw_png(T: int, D: int, H: int, B: int, dpi: int) -> bytes:
+    figure = head_split(T, D, H, B)
     if dpi != figure.dpi:
         figure.set_dpi(dpi)
     return figure._repr_png_()
 
 
-def _cached(T: int, D: int, H: int, B: int = 1, dpi: int = DPI) -> bool:
-    return _head_split_png.cached(T, D, H, B, dpi, get_language())
-
-
-head_split_png.cached = _cached
-head_split_png.cache_info = _head_split_png.cache_info
-head_split_png.cache_clear = _head_split_png.cache_clear
-head_split_png.cache = _head_split_png.cache
+head_split_png.cached = lambda T, D, H, B=1, dpi=DPI: _png_key(T, D, H, B, dpi) in _PNGS
+head_split_png.cache_info = _PNGS.info
+head_split_png.cache_clear = _PNGS.clear
