@@ -13,6 +13,12 @@ string, when one is missing, untranslated or fuzzy. ``update_page_catalogue`` fi
 by rendering the English page and recording every lookup (so strings that come with the data
 are found too), then merges them into the catalogue as `translations.py update` does (fuzzy
 matches keep the old translation, flagged; unused entries become obsolete).
+
+Libraries already do most of it: Jinja2's own i18n extension renders and lists the template's
+literal strings, polib reads and writes the catalogue. What stays here is what Babel's Jinja2
+extractor cannot do: it reads the template's source, so it misses every string that comes with
+the data (``text|tr(ctx)``), which is why the strings are recorded while the page renders; and
+the strict lookups that refuse a page with a missing or fuzzy string.
 """
 
 from __future__ import annotations
