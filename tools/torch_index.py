@@ -20,6 +20,14 @@ version satisfies the pin) and installs torch's own dependencies from PyPI.
 The CPU index is asked first (a few seconds at most); where it cannot be reached, or has no
 wheel for this Python, one line says so and torch comes from the default index instead. Only
 the standard library is used, so it runs in a virtualenv that holds nothing but pip.
+
+Why not uv's torch backend (issue 29): `uv pip install --torch-backend=cpu` (or `auto`) picks
+the CPU index as this script does, but cannot fall back. Tried with uv 0.13.9 (the version
+`make lock` uses) where the CPU index cannot be reached (2026-12-02): both modes stop with exit
+code 2 after three retries in about 10 s ("Failed to fetch:
+https://download.pytorch.org/whl/cpu/torch/"), and uv does not read pip's configuration, so
+the torch wheel pip finds through it there stays out of reach. `make lab` must keep working
+offline and behind such networks, and must not make uv a requirement for a reader.
 """
 
 from __future__ import annotations
