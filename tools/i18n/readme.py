@@ -21,6 +21,11 @@ edition (notebooks/zh-CN/..., teaching/zh-CN/...), so the translator keeps the E
 
 `check` also holds each translation to its English: a heading keeps its level, and the numbers
 (every run of digits, "1,866" and "3.10" as one) are the same, in the same order.
+
+Why not mdpo or translate-toolkit (issue 29, tried 2026-12-02 on README.md): they split it
+into 164 (mdpo 2.1.4) or 168 (translate-toolkit 3.20.4) entries, a table cell or a list item
+each, and reproduce 5 and 4 of the 45 msgids of README.po; a table row translated cell by cell
+loses its context, and switching would retranslate 40 reviewed entries.
 """
 
 from __future__ import annotations
