@@ -2,11 +2,15 @@
 
 The Makefile's `test` target selects tests by marker expression; every test of the hub files
 carries the `hub` marker, so those expressions leave all of them out, and `test-hub`'s
-expression takes all of them. Checked by pytest's own collection, not by reading test names.
+expression takes all of them. Checked by pytest's own collection, not by reading test names:
+one fresh interpreter runs `pytest --collect-only -m EXPRESSION` for every expression of both
+targets (and once with no -m), and reports the test ids each run selected. One interpreter,
+not one per expression: each start imports torch and the test modules again (about 5 s).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -19,6 +23,28 @@ HUB_FILES = ["tests/test_hub.py", "tests/test_hub_redteam.py"]
 
 pytestmark = pytest.mark.slow
 
+# Run in a fresh interpreter: argv[1] is a JSON list of marker expressions (null: no -m), the
+# rest the files to collect. pytest.main's own -m selection; session.items after it is what
+# pytest would run. Prints one line "SELECTED {expression: [test ids]}".
+COLLECT = """
+import json, sys
+import pytest
+
+class Selected:
+    def pytest_collection_finish(self, session):
+        self.ids = [item.nodeid for item in session.items]
+
+found = {}
+for expression in json.loads(sys.argv[1]):
+    selected = Selected()
+    marker = [] if expression is None else ["-m", expression]
+    args = ["--collect-only", "-q", "-p", "no:cacheprovider", *marker, *sys.argv[2:]]
+    code = pytest.main(args, plugins=[selected])
+    assert code in (0, 5), f"pytest {args} exited with {code}"  # 5: nothing selected
+    found[json.dumps(expression)] = selected.ids
+print("SELECTED " + json.dumps(found))
+"""
+
 
 def target_expressions(target: str) -> list[str]:
     """The `-m "..."` expressions of the pytest lines of one Makefile target."""
@@ -30,31 +56,29 @@ def target_expressions(target: str) -> list[str]:
     return [m.group(1) or m.group(2) for m in found if m]
 
 
-def collected(expression: str) -> int:
-    """How many tests of the hub files pytest selects with `-m expression`."""
+@pytest.fixture(scope="module")
+def selected() -> dict[str | None, list[str]]:
+    """Expression (None: no -m) -> the ids of the hub files' tests pytest selects with it."""
+    expressions = [None, *target_expressions("test"), *target_expressions("test-hub")]
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-m", expression, *HUB_FILES],
+        [sys.executable, "-c", COLLECT, json.dumps(expressions), *HUB_FILES],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert run.returncode in (0, 5), run.stdout + run.stderr  # 5: nothing selected
-    return sum(1 for line in run.stdout.splitlines() if "::" in line)
+    assert run.returncode == 0, run.stdout + run.stderr
+    line = next(x for x in run.stdout.splitlines() if x.startswith("SELECTED "))
+    return {json.loads(k): ids for k, ids in json.loads(line.removeprefix("SELECTED ")).items()}
 
 
-def test_make_test_selects_no_hub_test():
+def test_make_test_selects_no_hub_test(selected):
     expressions = target_expressions("test")
     assert len(expressions) == 2, expressions
     for expression in expressions:
-        assert collected(expression) == 0, f"`make test` (-m {expression!r}) runs a hub test"
+        assert selected[expression] == [], f"`make test` (-m {expression!r}) runs a hub test"
 
 
-def test_make_test_hub_selects_every_hub_test():
+def test_make_test_hub_selects_every_hub_test(selected):
     (expression,) = target_expressions("test-hub")
-    everything = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         *HUB_FILES],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    n_all = sum(1 for line in everything.stdout.splitlines() if "::" in line)
-    assert n_all >= 10, everything.stdout
-    assert collected(expression) == n_all
+    everything = selected[None]
+    assert len(everything) >= 10, everything
+    assert {path.split("::")[0] for path in everything} == set(HUB_FILES)
+    assert selected[expression] == everything
