@@ -32,6 +32,7 @@ ARTIFACTS = ROOT / "artifacts"
 SIZES = ((1280, 800), (1920, 1080))
 PAGE_TIMEOUT_MS = 240_000
 TEMPLATE_ENV = {"JUPYTER_PATH": str(ROOT / "share" / "jupyter")}
+ROOT_CSS = ".attention-lab-explorer"  # the explorer's own element
 CJK = re.compile(r"[\u4e00-\u9fff]")
 WORD = re.compile(r"(?<![\w.=])[A-Za-z]{3,}(?![\w(=])")
 # English a Chinese page may show: identifiers and terms the chapter keeps in English.
@@ -67,9 +68,11 @@ def zh_voila_url(tmp_path_factory):
         stop(server)
 
 
-def test_the_chinese_explorer_speaks_chinese(chromium, zh_voila_url):
-    ARTIFACTS.mkdir(exist_ok=True)
-    root = ".attention-lab-explorer"
+@pytest.fixture(scope="module")
+def zh_page(chromium, zh_voila_url):
+    """One loaded page of the Chinese app for both tests, in a context that reaches only the
+    Voila server: (page, the outside addresses it asked for). Each load starts a kernel and
+    runs the notebook (about 9 s), so the tests share one; each starts with ``app_view``."""
     blocked: list[str] = []
     local = "/".join(zh_voila_url.split("/", 3)[:3])
     size = {"width": SIZES[0][0], "height": SIZES[0][1]}
@@ -77,60 +80,64 @@ def test_the_chinese_explorer_speaks_chinese(chromium, zh_voila_url):
     try:
         page = context.new_page()
         page.goto(zh_voila_url, timeout=PAGE_TIMEOUT_MS, wait_until="domcontentloaded")
-        status = page.locator(f"{root} .attention-lab-status")
-        status.wait_for(timeout=PAGE_TIMEOUT_MS)
-        page.locator(f"{root} img.attention-lab-heatmap").wait_for(timeout=PAGE_TIMEOUT_MS)
-        page.wait_for_timeout(500)
-        controls = page.locator(root).inner_text()
-        assert page.locator("#attention-lab-view").inner_text() == "演示视图"  # the template's
-        assert "zh_CN" not in page.locator("body").inner_text()  # the setup cell shows nothing
-        assert CJK.search(status.inner_text()), status.inner_text()
-        assert CJK.search(controls)
-        # word by word as the page shows them: the task buttons' names, one text each,
-        # come out of inner_text() run together ("copypreviousrepeatlookup")
-        shown = page.locator(root).evaluate(
-            """e => { const w = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), out = [];
-                      for (let n = w.nextNode(); n; n = w.nextNode()) out.push(n.data);
-                      return out.join(" "); }"""
-        )
-        english = sorted(set(WORD.findall(shown)) - ALLOWED)
-        assert not english, f"English words in the Chinese explorer: {english}"
-        for width, height in SIZES:
-            page.set_viewport_size({"width": width, "height": height})
-            page.wait_for_timeout(400)
-            overflow = page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
-            assert not overflow, f"{width}x{height}: the page is wider than the window"
-            page.screenshot(path=str(ARTIFACTS / f"zh-voila-{width}x{height}.png"))
+        page.locator(f"{ROOT_CSS} .attention-lab-status").wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.locator(f"{ROOT_CSS} img.attention-lab-heatmap").wait_for(timeout=PAGE_TIMEOUT_MS)
+        yield page, blocked
     finally:
         context.close()
+
+
+def app_view(page) -> None:
+    """Back to the app's own view at a laptop's size, whatever the other test left."""
+    page.evaluate("location.hash = ''")
+    page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
+    page.wait_for_timeout(500)
+
+
+def test_the_chinese_explorer_speaks_chinese(zh_page):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page, blocked = zh_page
+    app_view(page)
+    status = page.locator(f"{ROOT_CSS} .attention-lab-status")
+    controls = page.locator(ROOT_CSS).inner_text()
+    assert page.locator("#attention-lab-view").inner_text() == "演示视图"  # the template's
+    assert "zh_CN" not in page.locator("body").inner_text()  # the setup cell shows nothing
+    assert CJK.search(status.inner_text()), status.inner_text()
+    assert CJK.search(controls)
+    # word by word as the page shows them: the task buttons' names, one text each,
+    # come out of inner_text() run together ("copypreviousrepeatlookup")
+    shown = page.locator(ROOT_CSS).evaluate(
+        """e => { const w = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), out = [];
+                  for (let n = w.nextNode(); n; n = w.nextNode()) out.push(n.data);
+                  return out.join(" "); }"""
+    )
+    english = sorted(set(WORD.findall(shown)) - ALLOWED)
+    assert not english, f"English words in the Chinese explorer: {english}"
+    for width, height in SIZES:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(400)
+        overflow = page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+        assert not overflow, f"{width}x{height}: the page is wider than the window"
+        page.screenshot(path=str(ARTIFACTS / f"zh-voila-{width}x{height}.png"))
     assert not blocked, f"the app asked for outside addresses: {blocked}"
 
 
-def test_every_chinese_character_of_the_explorer_has_a_glyph(chromium, zh_voila_url):
+def test_every_chinese_character_of_the_explorer_has_a_glyph(zh_page):
     """On a machine without a CJK system font (CI's), every Chinese character of the app and
     of its presenter view is drawn by a font that has it: the package's subset, served by the
     template as a web font. Screenshots: artifacts/zh-voila-glyphs-<view>-<w>x<h>.png."""
     ARTIFACTS.mkdir(exist_ok=True)
-    root = ".attention-lab-explorer"
-    blocked: list[str] = []
-    local = "/".join(zh_voila_url.split("/", 3)[:3])
-    context = offline_context(chromium, (local,), blocked, {"width": 1280, "height": 800})
+    page, blocked = zh_page
+    app_view(page)
     problems, checked, fonts = {}, {}, {}
-    try:
-        page = context.new_page()
-        page.goto(zh_voila_url, timeout=PAGE_TIMEOUT_MS, wait_until="domcontentloaded")
-        page.locator(f"{root} .attention-lab-status").wait_for(timeout=PAGE_TIMEOUT_MS)
-        page.locator(f"{root} img.attention-lab-heatmap").wait_for(timeout=PAGE_TIMEOUT_MS)
-        for view, (width, height) in (("app", SIZES[0]), ("presenter", SIZES[1])):
-            page.evaluate(f"location.hash = '{'#presenter' if view == 'presenter' else ''}'")
-            page.set_viewport_size({"width": width, "height": height})
-            page.wait_for_timeout(400)
-            text = page.locator("body").inner_text()
-            fonts[view] = web_font_state(page, "".join(sorted(set(CJK.findall(text)))))
-            page.screenshot(path=str(ARTIFACTS / f"zh-voila-glyphs-{view}-{width}x{height}.png"))
-            problems[view], checked[view] = glyph_problems(page)
-    finally:
-        context.close()
+    for view, (width, height) in (("app", SIZES[0]), ("presenter", SIZES[1])):
+        page.evaluate(f"location.hash = '{'#presenter' if view == 'presenter' else ''}'")
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(400)
+        text = page.locator("body").inner_text()
+        fonts[view] = web_font_state(page, "".join(sorted(set(CJK.findall(text)))))
+        page.screenshot(path=str(ARTIFACTS / f"zh-voila-glyphs-{view}-{width}x{height}.png"))
+        problems[view], checked[view] = glyph_problems(page)
     for view in problems:
         assert checked[view] > 100, f"{view}: only {checked[view]} characters found to check"
         assert not problems[view], f"{view}: drawn without their glyph:\n" + "\n".join(
