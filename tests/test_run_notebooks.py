@@ -49,3 +49,17 @@ def test_the_writer_writes_what_nbformat_writes_for_nodes_and_plain_json(tmp_pat
     plain = notebook_io.read_notebook(theirs)  # outputs' text stays as stored (lists)
     notebook_io.write_notebook(plain, ours)
     assert ours.read_text(encoding="utf-8") == theirs.read_text(encoding="utf-8")
+
+
+def test_notebook_runs_pin_the_same_cpu_code_paths_as_the_makefile():
+    """Stored outputs are only reproducible with the kernels' CPU paths pinned: the Makefile
+    exports them for every make target, run_notebooks.py sets them when run directly."""
+    import re
+    from pathlib import Path
+
+    import run_notebooks  # tools/
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    exported = dict(re.findall(r"^export (\w+) := (\S+)$", makefile, flags=re.M))
+    assert exported == run_notebooks.NUMERICS
+    assert set(exported) == {"ATEN_CPU_CAPABILITY", "MKL_CBWR"}

@@ -10,6 +10,7 @@ notebook changes no line (tools/notebook_io.py writes it). Prints each run time.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from notebook_io import write_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+# The CPU code paths the Makefile pins for every notebook run and test (its comment says why);
+# run directly, this script pins the same, and tests/test_run_notebooks.py keeps the two equal.
+NUMERICS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
+for _name, _value in NUMERICS.items():
+    os.environ.setdefault(_name, _value)
 
 
 def run(path: Path) -> float:
