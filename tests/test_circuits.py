@@ -451,7 +451,7 @@ def test_bad_input_is_refused_with_the_value_and_the_fix():
         qk_circuit(model, 1, 0, key_via=(1, 0))
     with raises(ValueError, "query='pos'", "query='position'"):
         qk_circuit(model, 0, 0, query="pos")
-    with raises(ValueError, "key='position' needs a position embedding", "key='token'"):
+    with raises(ValueError, "key='position' needs a learned position table", "key='token'"):
         qk_circuit(plain(positions=False), 0, 0, key="position")
     with raises(ValueError, "square", "(12, 16)"):
         copying_scores(torch.zeros(12, 16))
@@ -461,6 +461,10 @@ def test_bad_input_is_refused_with_the_value_and_the_fix():
     with raises(ValueError, "layer 0 reaches the LM head only through", "layer=1"):
         ov_circuit(no_stream, 0, 0)
     ov_circuit(no_stream, 1, 0)  # the last layer has a direct path
+    latent = plain()
+    latent.blocks[1].attn = Unfused()  # keys and values made otherwise, as in latent attention
+    with raises(ValueError, "layer 1 is a Unfused with no fused qkv", "out_proj"):
+        ov_circuit(latent, 1, 0)
     model.attention_layers()[1].rope = True  # rotary positions: no single W_QK
     with raises(ValueError, "layer 1 rotates", "rope=True", "V-composition"):
         qk_circuit(model, 1, 0)
@@ -468,6 +472,16 @@ def test_bad_input_is_refused_with_the_value_and_the_fix():
         composition_scores(model, "k")
     composition_scores(model, "v")  # values are never rotated
     ov_circuit(model, 1, 0)
+
+
+class Unfused(torch.nn.Module):
+    """An attention layer with heads but no fused qkv projection."""
+
+    n_heads, d_head = 4, 4
+
+    def __init__(self):
+        super().__init__()
+        self.q_proj, self.out_proj = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
 
 
 def test_an_error_keeps_its_english_line_and_adds_the_chinese(zh):

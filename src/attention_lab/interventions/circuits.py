@@ -204,7 +204,16 @@ def _layer(model: nn.Module, layer) -> tuple[int, nn.Module]:
                 "pass layer=0..{last}"
             ).format(layer=repr(layer), n=len(layers), last=len(layers) - 1)
         )
-    return index, layers[index]
+    block = layers[index]
+    if not isinstance(getattr(block, "qkv", None), nn.Linear):
+        raise ValueError(
+            error_text(
+                "layer {layer} is a {type} with no fused qkv projection (latent attention, "
+                "for one, makes its keys and values from a latent vector); the circuits read "
+                "layers whose heads are slices of qkv and out_proj, as MultiHeadSelfAttention's"
+            ).format(layer=index, type=type(block).__name__)
+        )
+    return index, block
 
 
 def head_weights(model: nn.Module, layer: int, head: int) -> HeadWeights:
@@ -219,7 +228,7 @@ def head_weights(model: nn.Module, layer: int, head: int) -> HeadWeights:
             ).format(head=repr(head), layer=layer, n_heads=block.n_heads, last=block.n_heads - 1)
         )
     q, k, v = _qkv_rows(block, index)
-    w = block.qkv.weight.detach()  # (3D, D) today
+    w = block.qkv.weight.detach()  # (D + 2 n_kv d_head, D)
     cols = slice(index * block.d_head, (index + 1) * block.d_head)
     return HeadWeights(w[q], w[k], w[v], block.out_proj.weight.detach()[:, cols])
 
@@ -261,8 +270,8 @@ def _side(model: nn.Module, side: str, name: str) -> torch.Tensor:
     if getattr(model, "pos_emb", None) is None:
         raise ValueError(
             error_text(
-                "{name}='position' needs a position embedding, and this model has none "
-                "(positions=False); use {name}='token'"
+                "{name}='position' needs a learned position table (pos_emb), and this model "
+                "has none; use {name}='token'"
             ).format(name=name)
         )
     return model.pos_emb.weight.detach()  # (context_length, D)
