@@ -121,6 +121,20 @@ def test_plot_lines_draws_one_labelled_line_per_series():
     assert ax.get_title() == "t"
 
 
+def test_plot_lines_gives_each_reference_line_its_own_dashes_so_the_legend_tells_them_apart():
+    """Notebook 11 draws chance, the bigram and the trigram as three references: in one grey
+    dash the legend could not tell them apart (issue 40)."""
+    refs = {f"ref {i}": [float(i)] * 3 for i in range(5)}
+    fig = plot_lines([1, 2, 3], {"a": [1, 2, 3]}, "step", "loss", reference=refs)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert set(refs) <= set(lines)  # none dropped, however many
+    dashes = [str(lines[label].get_linestyle()) + str(lines[label]._dash_pattern) for label in refs]
+    assert len(set(dashes[:4])) == 4  # the first four: four different patterns
+    assert dashes[4] == dashes[0]  # then the patterns repeat
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert all(label in legend for label in refs)
+
+
 def test_plot_lines_can_put_the_legend_beside_the_axes_so_it_hides_no_curve():
     ys = {"a": [0.1, 0.9, 1.0], "b": [0.9, 0.1, 0.0]}  # curves in every corner
     inside = plot_lines([1, 2, 4], ys, "steps", "accuracy")

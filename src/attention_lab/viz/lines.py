@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import cycle
 
 from matplotlib.figure import Figure
 
 from ..i18n import _
 from .canvas import LabFigure
 from .palette import DPI, LABEL_SIZE, LINE_COLORS, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
+
+# The reference lines, grey, told apart by their dashes: dashed, dotted, dash-dotted, ...
+REFERENCE_STYLES = ("--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)))
 
 
 def _line_colors(n: int) -> list[str]:
@@ -73,15 +77,17 @@ def plot_lines(
 ) -> LabFigure:
     """One labelled line per entry of ``ys`` against ``x``: for measured curves
     (variance against d_head, time against T, ...). ``reference`` curves (a prediction,
-    a fitted slope) are drawn dashed and grey, under the measurements; ``connect=False``
-    draws the measurements as dots only, so a reference line under them stays visible.
+    a fitted slope, a baseline) are drawn grey, under the measurements, each in its own
+    dash pattern (``REFERENCE_STYLES``: dashed, dotted, dash-dotted, ...) so that the legend
+    tells them apart; ``connect=False`` draws the measurements as dots only, so a
+    reference line under them stays visible.
     ``legend_outside=True`` puts the legend right of the axes (a wider figure), for curves
     that fill every corner of the plot."""
     fig = LabFigure(figsize=(10, 4.0) if legend_outside else (7, 4.0), dpi=DPI)
     ax = fig.subplots()
     ax.set_facecolor("white")
-    for label, values in (reference or {}).items():
-        ax.plot(list(x), list(values), "--", color="grey", lw=1.2, label=label)
+    for (label, values), style in zip((reference or {}).items(), cycle(REFERENCE_STYLES)):
+        ax.plot(list(x), list(values), ls=style, color="dimgrey", lw=1.4, label=label)
     colours = _line_colors(len(ys))
     for (label, values), colour in zip(ys.items(), colours):
         ax.plot(
