@@ -8,6 +8,8 @@ modules read as the maths.
 
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 
 import torch
@@ -47,6 +49,37 @@ def check_heads(d_model: int, n_heads: int) -> int:
             message.format(d_model=d_model, n_heads=n_heads, lower=lower, higher=lower + n_heads)
         )
     return d_model // n_heads
+
+
+def check_kv_heads(n_heads: int, n_kv_heads: int | None) -> int:
+    """n_kv_heads (None means n_heads: every query head its own keys and values), or a
+    ValueError unless it divides n_heads (grouped-query attention, notebook
+    12_attention_in_todays_llms)."""
+    if n_kv_heads is None:
+        return n_heads
+    n_kv = check_positive("n_kv_heads", n_kv_heads)
+    if n_heads % n_kv:
+        divisors = ", ".join(str(d) for d in range(1, n_heads + 1) if n_heads % d == 0)
+        raise ValueError(
+            error_text(
+                "n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}; each key/value "
+                "head serves a group of n_heads // n_kv_heads query heads, so pick one of "
+                "{divisors} (1: multi-query attention, {n_heads}: plain multi-head)"
+            ).format(n_heads=n_heads, n_kv_heads=n_kv, divisors=divisors)
+        )
+    return n_kv
+
+
+def check_rope_base(base) -> float:
+    """RoPE's base as a float > 1, or a ValueError with the usual values."""
+    if isinstance(base, bool) or not isinstance(base, numbers.Real) or not 1 < base < math.inf:
+        raise ValueError(
+            error_text(
+                "rope_base={base} must be a number > 1: the slowest pair turns by "
+                "position / rope_base; Llama 2 uses 10000.0, Llama 3 500000.0"
+            ).format(base=repr(base))
+        )
+    return float(base)
 
 
 EXAMPLES = {"n_heads": 4, "d_model": 32}

@@ -72,3 +72,21 @@ def build_mask(kind: str, T: int, window: int | None = None, device=None) -> tor
             kind=repr(kind)
         )
     )
+
+
+def offset_mask(
+    kind: str, start: int, T: int, T_k: int, window: int | None = None, device=None
+) -> torch.Tensor:
+    """(T, T_k) bool, True = blocked: the mask of T queries at absolute positions
+    start .. start + T - 1 over the T_k keys that end with them (a KV cache's keys, then the
+    new ones; notebook 12_attention_in_todays_llms). ``kind`` is "causal" or "sliding".
+
+    Built from absolute positions, so it is ``build_mask(kind, T, window)`` when start = 0
+    and T_k = T, and its bottom-right corner otherwise.
+    """
+    q = torch.arange(start, start + T, device=device)[:, None]  # (T, 1) query positions
+    k = torch.arange(start + T - T_k, start + T, device=device)[None, :]  # (1, T_k) key positions
+    blocked = k > q  # (T, T_k): the future
+    if kind == "sliding":
+        blocked = blocked | (k <= q - window)  # (T, T_k): older than the window
+    return blocked
