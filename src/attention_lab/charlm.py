@@ -16,83 +16,37 @@ import time
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-from ._checks import check_dropout, check_heads, check_positive, check_token_ids
+from ._checks import check_positive
+from .config import CharLMConfig
+from .decoder import Block, Decoder
 from .device import cpu_threads
-from .fused import MultiHeadSelfAttention
 from .i18n import _, error_text
 from .masks import causal_mask
 from .text import get_batch, word_starts
-from .tiny_lm import run_blocks
+
+__all__ = [
+    "Block",
+    "CharLM",
+    "CharLMConfig",
+    "CharLMHistory",
+    "evaluate_loss",
+    "head_shares",
+    "train_charlm",
+    "uniform_causal_weights",
+]
 
 
-@dataclass(frozen=True)
-class CharLMConfig:
-    """Sizes of a ``CharLM``. ``n_layers`` blocks of ``n_heads`` heads, each d_model wide.
+class CharLM(Decoder):
+    """Character ids (B, T) -> next-character logits (B, T, vocab_size).
 
-    ``window``: None (default) for causal attention over the whole context; k for a sliding
-    window (notebook 04's mask), each position seeing itself and the k - 1 characters before
-    it. ``window=1`` is the control of notebook 11: attention that sees only the current
-    character, so nothing reaches a position from any other.
+    The stack ``TinyLM`` shares (decoder.py) with GPT-2's block; every switch of notebook
+    12_attention_in_todays_llms is a ``CharLMConfig`` field (``n_kv_heads``,
+    ``positions="rope"``, ``window``, ``d_latent``).
     """
 
-    vocab_size: int
-    context_length: int = 32
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    dropout: float = 0.0
-    window: int | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("vocab_size", "context_length", "d_model", "n_heads", "n_layers"):
-            object.__setattr__(self, name, check_positive(name, getattr(self, name)))
-        check_heads(self.d_model, self.n_heads)
-        object.__setattr__(self, "dropout", check_dropout(self.dropout))
-        if self.window is not None:
-            object.__setattr__(self, "window", check_positive("window", self.window))
-
-
-class Block(nn.Module):
-    """Pre-layer-norm block: x + attn(ln1(x)), then x + mlp(ln2(x)); (B, T, D) in and out."""
-
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        context_length: int,
-        dropout: float = 0.0,
-        window: int | None = None,
-    ):
-        super().__init__()
-        self.ln1 = nn.LayerNorm(d_model)
-        kind = "causal" if window is None else "sliding"  # window=1: only the current position
-        self.attn = MultiHeadSelfAttention(
-            d_model, n_heads, context_length, dropout=dropout, mask_kind=kind, window=window
-        )
-        self.ln2 = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(  # per position: D -> 4D -> D
-            nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model)
-        )
-
-    def forward(self, x: torch.Tensor, return_weights: bool = False):
-        """(B, T, D) -> (B, T, D), and the attention weights (B, H, T, T) if asked."""
-        if return_weights:
-            a, weights = self.attn(self.ln1(x), return_weights=True)  # (B, T, D), (B, H, T, T)
-        else:
-            a, weights = self.attn(self.ln1(x)), None  # (B, T, D)
-        x = x + a  # (B, T, D): the residual stream keeps x, attention adds to it
-        x = x + self.mlp(self.ln2(x))  # (B, T, D)
-        return (x, weights) if return_weights else x
-
-
-class CharLM(nn.Module):
-    """Character ids (B, T) -> next-character logits (B, T, vocab_size)."""
-
     def __init__(self, config: CharLMConfig):
-        super().__init__()
         if not isinstance(config, CharLMConfig):
             raise TypeError(
                 error_text(
@@ -100,57 +54,36 @@ class CharLM(nn.Module):
                     "use CharLM(CharLMConfig(vocab_size=len(vocab)))"
                 ).format(got=type(config).__name__)
             )
-        self.config = c = config
-        self.vocab_size, self.context_length = c.vocab_size, c.context_length
-        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
-        self.pos_emb = nn.Embedding(c.context_length, c.d_model)
-        self.blocks = nn.ModuleList(
-            Block(c.d_model, c.n_heads, c.context_length, c.dropout, c.window)
-            for _ in range(c.n_layers)
-        )
-        self.ln_f = nn.LayerNorm(c.d_model)
-        self.lm_head = nn.Linear(c.d_model, c.vocab_size)
+        super().__init__(config)
 
-    def forward(self, idx: torch.Tensor, return_weights: bool = False):
-        """(B, T) ids -> (B, T, vocab) logits, and (B, L, H, T, T) weights if asked."""
-        check_token_ids(idx, self.vocab_size, self.context_length, "CharLM")  # one host sync
-        pos = torch.arange(idx.shape[1], device=idx.device)  # (T,)
-        x = self.tok_emb(idx) + self.pos_emb(pos)  # (B, T, D)
-        if return_weights:
-            x, weights = run_blocks(self.blocks, x, True)  # (B, T, D), (B, L, H, T, T)
-            return self.lm_head(self.ln_f(x)), weights  # (B, T, vocab)
-        return self.lm_head(self.ln_f(run_blocks(self.blocks, x)))  # (B, T, vocab)
-
-    @torch.no_grad()
     def generate(
         self,
         idx: torch.Tensor,
         max_new_tokens: int,
         temperature: float = 1.0,
         generator: torch.Generator | None = None,
+        use_cache: bool = False,
     ) -> torch.Tensor:
         """Sample ``max_new_tokens`` characters after ``idx`` (B, T0); returns (B, T0 + n).
 
         Each step sees the last ``context_length`` ids, divides the logits by ``temperature``
         (below 1: more likely characters, above 1: more varied) and samples with ``generator``,
-        so a seeded generator gives the same text every time.
+        so a seeded generator gives the same text every time. ``use_cache=True`` runs the
+        prompt once and then one character per step from a KV cache (while they fit in
+        ``context_length``; False by default: notebook 11's samples were made without).
         """
-        n = check_positive("max_new_tokens", max_new_tokens)
         if not isinstance(temperature, (int, float)) or temperature <= 0:
             raise ValueError(
                 error_text("temperature={temperature} must be > 0; 1.0 samples as trained").format(
                     temperature=repr(temperature)
                 )
             )
-        was_training = self.training
-        self.eval()
-        for _step in range(n):
-            logits = self(idx[:, -self.context_length :])[:, -1]  # (B, vocab)
+
+        def sample(logits: torch.Tensor) -> torch.Tensor:  # (B, vocab) -> (B, 1)
             probs = F.softmax(logits / temperature, dim=-1)  # (B, vocab)
-            next_id = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
-            idx = torch.cat([idx, next_id], dim=1)  # (B, T + 1)
-        self.train(was_training)
-        return idx
+            return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+
+        return self._generate(idx, max_new_tokens, sample, use_cache)
 
 
 @torch.no_grad()

@@ -10,9 +10,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .._checks import check_input
-from ..fused import MultiHeadSelfAttention
+from ..fused import MultiHeadSelfAttention, repeat_kv
 from ..i18n import error_text
-from ..multihead import merge_heads, split_heads
+from ..multihead import merge_heads
 from .layers import active, layer_at, swapped_forward
 
 
@@ -85,7 +85,8 @@ def freeze_attention(
                 ).format(Bw=frozen.shape[0], B=B)
             )
         w = frozen[..., :T, :T].to(x).expand(B, block.n_heads, T, T)  # (B, H, T, T)
-        v = split_heads(block.qkv(x)[..., 2 * block.d_model :], block.n_heads)  # (B, H, T, d_head)
+        _, _, v = block.project(x)  # (B, n_kv, T, d_head): the block's own values
+        v = repeat_kv(v, block.n_heads // v.shape[1])  # (B, H, T, d_head)
         p = block.dropout.p if block.training else 0.0
         dropped = F.dropout(w, p=p) if p > 0 else w  # (B, H, T, T)
         out = block.out_proj(merge_heads(dropped @ v))  # (B, T, D)

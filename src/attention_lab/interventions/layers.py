@@ -19,15 +19,19 @@ import torch.nn as nn
 from .._checks import as_size, check_positive
 from ..fused import MultiHeadSelfAttention
 from ..i18n import error_text
+from ..latent import LatentAttention
 from ..masks import build_mask
+
+ATTENTION_BLOCKS = (MultiHeadSelfAttention, LatentAttention)  # the blocks the tools act on
 
 # the layers inside an active freeze_attention or ablate_heads: retrain_readout's default
 ACTIVE: weakref.WeakKeyDictionary[MultiHeadSelfAttention, int] = weakref.WeakKeyDictionary()
 
 
 def attention_layers(model: nn.Module) -> list[MultiHeadSelfAttention]:
-    """Every ``MultiHeadSelfAttention`` inside ``model``, in registration (= forward) order."""
-    layers = [m for m in model.modules() if isinstance(m, MultiHeadSelfAttention)]
+    """Every ``MultiHeadSelfAttention`` (or ``LatentAttention``) inside ``model``, in
+    registration (= forward) order."""
+    layers = [m for m in model.modules() if isinstance(m, ATTENTION_BLOCKS)]
     if not layers:
         raise ValueError(
             error_text(
