@@ -23,6 +23,11 @@ The public API, in the order the chapter introduces it:
 * real text (11): ``attention_lab.text`` (the Shakespeare text shipped in the package, ``Vocab``,
   ``split``, ``get_batch``, the bigram baseline) and ``attention_lab.charlm`` (``CharLM``: the
   block with layer norm, residual connections and an MLP; ``train_charlm``, ``head_shares``)
+* attention as today's LLMs run it (12_attention_in_todays_llms): ``MultiHeadSelfAttention``'s
+  ``n_kv_heads`` (``repeat_kv``), ``rope=True`` (``rope_cos_sin``, ``rotate_half``,
+  ``apply_rope``) and ``cache=``; ``LatentAttention`` (MLA); ``KVCache`` / ``LayerCache`` and
+  the formula ``cache_bytes`` (``CacheShape``); both models' ``positions``, ``n_kv_heads``,
+  ``window``, ``d_latent`` and ``generate(..., use_cache=True)`` (``DecoderConfig``)
 
 Convention: a boolean mask is True where attention is **blocked**.
 
@@ -34,10 +39,10 @@ from __future__ import annotations
 
 import importlib
 
-from .config import TinyLMConfig
+from .config import DecoderConfig, TinyLMConfig
 from .device import pick_device
 from .functional import attention
-from .fused import MultiHeadSelfAttention
+from .fused import MultiHeadSelfAttention, repeat_kv
 from .heads import CausalAttention, SingleHeadAttention
 from .i18n import get_language, set_language
 from .interventions import (
@@ -49,8 +54,11 @@ from .interventions import (
     retrain_readout,
     source_shares,
 )
+from .kv_cache import CacheShape, KVCache, LayerCache, cache_bytes
+from .latent import LatentAttention
 from .masks import build_mask, causal_mask, no_mask, sliding_window_mask, to_sdpa_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
+from .rope import apply_rope, rope_cos_sin, rotate_half
 from .tasks import IGNORE_INDEX, SEP, TASKS, make_batch
 from .tiny_lm import TinyLM
 from .training import TrainHistory, evaluate, train, train_tiny_lm
@@ -94,11 +102,16 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "CacheShape",
     "CausalAttention",
+    "DecoderConfig",
     "HEAD_COLORS",
     "HeadGrid",
     "IGNORE_INDEX",
+    "KVCache",
     "LabFigure",
+    "LatentAttention",
+    "LayerCache",
     "MultiHeadAttention",
     "MultiHeadSelfAttention",
     "SEP",
@@ -108,9 +121,11 @@ __all__ = [
     "TinyLMConfig",
     "TrainHistory",
     "ablate_heads",
+    "apply_rope",
     "attention",
     "attention_layers",
     "build_mask",
+    "cache_bytes",
     "causal_mask",
     "even_weights",
     "evaluate",
@@ -127,7 +142,10 @@ __all__ = [
     "plot_lines",
     "plot_loss",
     "plot_runs",
+    "repeat_kv",
     "retrain_readout",
+    "rope_cos_sin",
+    "rotate_half",
     "set_language",
     "sliding_window_mask",
     "source_shares",
