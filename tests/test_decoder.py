@@ -358,7 +358,7 @@ def test_generating_past_the_context_from_a_cache_is_refused_before_any_work(mod
 def test_a_model_refuses_a_cache_that_is_not_its_own():
     model = build("CharLM", "mha", 2)
     idx = torch.randint(VOCAB, (1, 3))
-    with pytest.raises(TypeError, match=r"one entry per layer \(2\), got a KVCache of 3 layers"):
+    with pytest.raises(TypeError, match=r"one entry per layer \(2\), got KVCache\(n_layers=3\)"):
         model(idx, cache=KVCache(3, CONTEXT))
     with pytest.raises(TypeError, match="got LayerCache; make one with model.new_cache()"):
         model(idx, cache=LayerCache(CONTEXT))

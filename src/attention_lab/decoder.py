@@ -211,7 +211,7 @@ class Decoder(nn.Module):
     def _check_cache(self, cache) -> KVCache:
         if not isinstance(cache, KVCache) or len(cache) != self.config.n_layers:
             got = (
-                f"a KVCache of {len(cache)} layers"
+                f"KVCache(n_layers={len(cache)})"
                 if isinstance(cache, KVCache)
                 else type(cache).__name__
             )
