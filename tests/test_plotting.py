@@ -150,6 +150,30 @@ def test_plot_lines_can_put_the_legend_beside_the_axes_so_it_hides_no_curve():
     assert outside.get_size_inches()[0] > inside.get_size_inches()[0]  # the plot keeps its width
 
 
+def test_plot_lines_draws_the_runs_of_a_mean_thin_and_in_the_mean_lines_own_colour():
+    """Notebook 09 draws each seed's curve under the mean of its head count: one hue per head
+    count, so a reader can tell which thin line belongs to which mean (issue 40)."""
+    runs = {"1 head": [[0.1, 0.5, 0.9], [0.3, 0.7, 1.0]], "2 heads": [[0.8, 1.0, 1.0]] * 3}
+    ys = {label: [sum(v) / len(v) for v in zip(*curves)] for label, curves in runs.items()}
+    fig = plot_lines([1, 2, 4], ys, "steps", "accuracy", runs=runs, runs_label="one seed each")
+    ax = fig.axes[0]
+    means = {line.get_label(): line for line in ax.get_lines() if line.get_label() in ys}
+    thin = [line for line in ax.get_lines() if line.get_label() not in ys]
+    assert len(thin) == 5  # every run drawn, none dropped
+    for line in thin:
+        owner = next(label for label, curves in runs.items() if list(line.get_ydata()) in curves)
+        assert line.get_color() == means[owner].get_color()  # the colour of its own mean
+        assert line.get_linewidth() < means[owner].get_linewidth()  # thinner than the mean
+    assert len({m.get_color() for m in means.values()}) == 2  # one hue per mean
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["1 head", "2 heads", "one seed each"]  # one entry for all the runs
+
+
+def test_plot_lines_refuses_runs_of_a_line_it_does_not_draw():
+    with pytest.raises(ValueError, match="runs has the label 'mean of 3'"):
+        plot_lines([1, 2], {"mean": [1, 2]}, "x", "y", runs={"mean of 3": [[1, 2]]})
+
+
 def test_text_heatmap_draws_one_character_per_weight_with_token_labels():
     w = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
     text = text_heatmap(w, tokens=["a", "b", "c"])
