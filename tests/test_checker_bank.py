@@ -7,7 +7,12 @@ replacements applied to the solution's source (``SOLUTIONS``), so the line a lea
 the line the bank shows. Each replacement must match the stated number of times, so an entry
 cannot silently stop applying when the solution text changes.
 
-``python tests/test_checker_bank.py`` prints every mistake with the first line of its verdict.
+Then the checkers were read and extended: ``NAMED`` holds the words of the verdict's first line
+that name each mistake (or its family, where two mistakes give the same numbers), ``FIRST_RUN``
+what the checkers said before (33 "differs by up to x", 6 passed), ``LATER`` the few entries added
+afterwards to reach the fallbacks. ``RIGHT`` holds other right answers, which must pass.
+
+``python tests/test_checker_bank.py`` prints every entry with the first line of its verdict.
 """
 
 from __future__ import annotations
@@ -16,14 +21,16 @@ import contextlib
 import io
 import linecache
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from test_exercises_zh import english_words  # the Chinese edition's test of English words
 
 from attention_lab import causal_mask
+from attention_lab.exercises._summary import FAILED, PASSED
 from attention_lab.exercises.modules import (
     check_causal_attention_class,
     check_multi_head_class,
@@ -118,16 +125,13 @@ class Mistake:
     """A learner's answer: the solution of ``lesson`` with ``edits`` applied.
 
     Each edit is ``(old, new)`` or ``(old, new, count)``: ``old`` must occur ``count`` times
-    (default 1). ``family`` groups the bank (mask, mode, axes, shape, return); ``expect`` is the
-    phrase the verdict's first line must hold (``None``: not yet named)."""
+    (default 1). ``family`` groups the bank: mask, mode (dropout, train and eval), axes (and
+    scaling), shape, return. The words each verdict must hold are in ``NAMED`` below."""
 
     lesson: str
     name: str
     family: str
     edits: tuple = ()
-    expect: str | None = None
-    note: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def id(self):
@@ -152,8 +156,8 @@ class Mistake:
         return namespace[CLASS_NAMES[self.lesson]]
 
 
-def M(lesson, name, family, *edits, expect=None, note=""):
-    return Mistake(lesson, name, family, tuple(edits), expect, note)
+def M(lesson, name, family, *edits):
+    return Mistake(lesson, name, family, tuple(edits))
 
 
 # Recurring edits of 05's lines.
@@ -720,7 +724,7 @@ def _quiet(mistake):
 
 
 def first_line(verdict):
-    return f"{verdict.status}: {verdict.message.splitlines()[0] if verdict.message else ''}"
+    return str(verdict).splitlines()[0]
 
 
 def test_bank_ids_are_unique():
@@ -728,39 +732,270 @@ def test_bank_ids_are_unique():
     assert len(ids) == len(set(ids))
 
 
-# Wrong answers the checkers passed when the bank was first run (return_weights is not checked).
-PASSED_BEFORE = {
-    "05-returns-dropped-weights",
-    "05-ignores-return_weights",
-    "05-returns-weights-first",
-    "05-returns-scores",
-    "06-returns-head-average",
-    "06-ignores-return_weights",
+# --- after reading the checkers ------------------------------------------------------------
+# Entries added afterwards, to reach what no blind entry reaches: the options "W_o on the
+# values only" and the family messages when no variant explains the output (rows that do not
+# sum to 1, seen through V = the identity).
+LATER = [
+    M(
+        "06",
+        "W_o-on-values-only",
+        "axes",
+        ("v = self.W_v(x)", "v = self.W_o(self.W_v(x))"),
+        ("out = self.W_o(merged)", "out = merged"),
+    ),
+    M(
+        "02",
+        "manual-softmax-sums-everything",
+        "axes",
+        ("torch.softmax(scores, dim=-1)", "scores.exp() / scores.exp().sum()"),
+    ),
+    M(
+        "05",
+        "manual-softmax-sums-everything",
+        "axes",
+        ("torch.softmax(scores, dim=-1)", "scores.exp() / scores.exp().sum()"),
+    ),
+    M(
+        "06",
+        "manual-softmax-sums-everything",
+        "axes",
+        ("torch.softmax(scores, dim=-1)", "scores.exp() / scores.exp().sum()"),
+    ),
+]
+
+# The words of the verdict's first line that name each mistake. The first run of the blind bank
+# (before the checkers were extended): 69 named, 33 "differs by up to x", 8 the learner's own
+# exception, 6 passed (FIRST_RUN).
+FAMILY_ROWS = "the weights don't sum to 1 over the keys"
+LOOKS_AHEAD = "looks ahead: a new token at position"
+NAMED = {
+    "02-no-scale": "no scaling",
+    "02-scale-sqrt-d_in": "scaled by √d_in = √6 instead of √d_head = √4",
+    "02-scale-d_head-no-sqrt": "divided by d_head = 8, not by √d_head",
+    "02-scale-precedence": "divided by 16, not by √d_head: ** binds tighter than /",
+    "02-scale-sqrt-T": "scaled by √T = √5, the number of positions",
+    "02-scale-twice": "divided by d_head = 8, not by √d_head",  # √d twice is d
+    "02-scale-multiplied": "multiplied by √d_head instead of divided",
+    "02-scale-torch-sqrt-int": "raised TypeError: sqrt(): argument 'input'",
+    "02-scale-after-softmax": "divided by √d_head after the softmax",
+    "02-softmax-dim-2": "softmax over the wrong axis (queries instead of keys)",
+    "02-softmax-dim1": "softmax over the wrong axis (queries instead of keys)",
+    "02-softmax-dim0": "softmax over dim=0, the batch",
+    "02-no-softmax": "no softmax",
+    "02-log-softmax": "log_softmax instead of softmax",
+    "02-sigmoid": "sigmoid instead of softmax",
+    "02-manual-softmax-no-keepdim": "raised RuntimeError: The size of tensor a",
+    "02-keys-queries-swapped": "the scores are K @ Qᵀ, not Q @ Kᵀ",
+    "02-layers-q-k-swapped": "the scores are K @ Qᵀ, not Q @ Kᵀ (or q and k come from each other's",
+    "02-k-from-W_q": "the keys come from W_q",
+    "02-v-from-W_k": "used the head's K where V belongs",
+    "02-v-is-x": "the values are x itself",
+    "02-k-dot-T": "raised RuntimeError: The size of tensor a",
+    "02-weights-transposed": "the output is weightsᵀ @ v",
+    "02-returns-weights": "returned the weights (2, 5, 5)",
+    "02-returns-tuple": "returned a tuple",
+    "02-output-scaled": "the output is divided by √d_head",
+    "02-causal-mask-in-02": "your head masks the future",
+    "02-batch-mixed": "the sequences of the batch attend to each other",
+    "05-triu-diagonal-0": "the mask also blocks the diagonal",
+    "05-triu-diagonal-2": "the mask lets each position see the next one (triu with diagonal=2)",
+    "05-tril-as-blocked": "the causal mask is inverted (~self.mask, or tril where triu belongs)",
+    "05-tril-strict-as-blocked": "the mask blocks the past and lets the future through",
+    "05-mask-transposed": "the mask blocks the past and lets the future through",
+    "05-mask-inverted": "the causal mask is inverted",
+    "05-float-mask-in-masked_fill": "raised RuntimeError: masked_fill_ only supports boolean",
+    "05-mask-not-sliced": "the mask was not sliced to (T, T)",
+    "05-mask-rows-only-sliced": "the mask was not sliced to (T, T)",
+    "05-mask-not-assigned": "forgot the causal mask (or masked_fill's result was never assigned)",
+    "05-no-mask": "forgot the causal mask",
+    "05-fill-zero": "set to 0, not to -inf",
+    "05-fill-tiny-negative": "set to 0, not to -inf",  # -1e-9 is 0 to the softmax
+    "05-fill-plus-inf": "the future scores are +inf, not -inf",
+    "05-mask-after-softmax": "zeroed after the softmax",
+    "05-tril-multiplied-after-softmax": "zeroed after the softmax",
+    "05-bool-mask-added": "the bool mask was added to the scores",
+    "05-float-mask-subtracted": "+inf, not -inf (masked_fill with +inf, or a -inf mask subtracted)",
+    "05-large-mask-wrong-sign": LOOKS_AHEAD,  # depends on the constant: the family message
+    "05-dropout-on-scores": "dropout was applied to the scores",
+    "05-dropout-on-masked-scores": "dropout was applied to the scores",
+    "05-dropout-on-output": "dropout acts on the output or on the values",
+    "05-dropout-on-values": "dropout acts on the output or on the values",
+    "05-dropout-on-input": "dropout changed the weights themselves, so it acted before",
+    "05-no-dropout": "dropout never applied",
+    "05-F-dropout-default-training": "dropout active in eval mode",
+    "05-dropout-in-eval": "dropout active in eval mode",
+    "05-dropout-module-made-in-forward": "dropout active in eval mode",
+    "05-dropout-p-hardcoded": "dropout used p = 0.1, not the module's p = 0.25",
+    "05-manual-dropout-no-rescale": "dropout not rescaled",
+    "05-manual-dropout-keeps-p": "75% of the weights are dropped, not p = 25%",
+    "05-manual-dropout-divides-by-p": "the survivors are divided by p",
+    "05-manual-dropout-also-in-eval": "dropout active in eval mode",
+    "05-dropout-then-renormalised": "renormalised after dropout",
+    "05-dropout-twice": "dropout is applied twice",
+    "05-returns-dropped-weights": "return_weights hands back the weights after dropout",
+    "05-ignores-return_weights": "returned one tensor, (2, 6, 4), not the pair (out, weights)",
+    "05-always-returns-tuple": "returned a tuple",
+    "05-returns-weights-first": "returned (weights, out): the output comes first",
+    "05-returns-scores": "returned the scores, before the softmax, not the weights",
+    "05-softmax-dim-2": "softmax over the wrong axis (queries instead of keys)",
+    "05-softmax-dim1": "softmax over the wrong axis (queries instead of keys)",
+    "05-softmax-dim0": "softmax over dim=0, the batch",
+    "05-no-scale": "no scaling",
+    "05-scale-sqrt-d_in": "scaled by √d_in = √8 instead of √d_head = √4",
+    "05-scale-d_head-no-sqrt": "divided by d_head = 4, not by √d_head",
+    "05-scale-precedence": "divided by 8, not by √d_head: ** binds tighter than /",
+    "05-scale-sqrt-T": "scaled by √T = √6, the number of positions",
+    "05-scale-twice": "divided by d_head = 4, not by √d_head",
+    "05-scale-after-softmax": "divided by √d_head after the softmax",
+    "05-keys-queries-swapped": "the scores are K @ Qᵀ, not Q @ Kᵀ",
+    "05-k-from-W_q": "the keys come from W_q",
+    "05-v-from-W_k": "used the head's K where V belongs",
+    "05-weights-transposed": "the output is weightsᵀ @ v",
+    "05-manual-softmax-no-keepdim": "raised RuntimeError: The size of tensor a",
+    "06-split-view-BHTd": "split with view(B, H, T, d_head), no transpose",
+    "06-split-and-merge-plain-view": "split with view(B, H, T, d_head), no transpose",
+    "06-merge-without-transpose": "merged the heads without transposing back",
+    "06-merge-view-not-contiguous": "view failed on a tensor that is not contiguous",
+    "06-split-strided-both-ways": "head h gets every H-th feature",
+    "06-split-strided": "head h gets every H-th feature",
+    "06-split-H-d_head-swapped": "that makes d_head = 4 heads of width 3, not n_heads = 3",
+    "06-split-transpose-2-3": "raised RuntimeError: The size of tensor a",
+    "06-keys-transposed-1-2": "raised RuntimeError: The size of tensor a",
+    "06-heads-not-split": "the heads were never split",
+    "06-scale-sqrt-D": "scaled by √d_model = √12 instead of √d_head = √4",
+    "06-no-scale": "no scaling",
+    "06-scale-sqrt-H": "scaled by √n_heads = √3 instead of √d_head = √4",
+    "06-softmax-over-heads": "softmax over dim=1, the heads",
+    "06-softmax-dim-2": "softmax over the wrong axis (queries instead of keys)",
+    "06-keys-queries-swapped": "the scores are K @ Qᵀ, not Q @ Kᵀ",
+    "06-v-from-W_k": "used the head's K where V belongs",
+    "06-no-W_o": "out_proj missing",
+    "06-W_o-per-head-bias-each": "W_o's bias is added once per head (3 times)",
+    "06-W_o-on-values": "W_o is applied twice",
+    "06-mask-not-assigned": "forgot the causal mask",
+    "06-triu-diagonal-0": "the mask also blocks the diagonal",
+    "06-tril-as-blocked": "the mask blocks the past and lets the future through",
+    "06-fill-zero": "set to 0, not to -inf",
+    "06-mask-not-sliced": "the mask was not sliced to (T, T)",
+    "06-mask-after-softmax": "zeroed after the softmax",
+    "06-no-dropout": "dropout never applied",
+    "06-dropout-on-output": "dropout acts on the output or on the values",
+    "06-dropout-on-context": "dropout acts on the output or on the values",
+    "06-dropout-on-scores": "dropout was applied to the scores",
+    "06-F-dropout-default-training": "dropout active in eval mode",
+    "06-returns-head-average": "returned the weights averaged over the heads, (2, 5, 5)",
+    "06-ignores-return_weights": "returned one tensor, (2, 5, 12), not the pair (out, weights)",
+    # LATER
+    "06-W_o-on-values-only": "W_o is applied to the values before the heads attend, not to",
+    "02-manual-softmax-sums-everything": FAMILY_ROWS,
+    "05-manual-softmax-sums-everything": FAMILY_ROWS,
+    "06-manual-softmax-sums-everything": FAMILY_ROWS,
+}
+# The learner's own exception, shown as PyTorch words it (no variant can be computed from it).
+RAISES = {m for m, words in NAMED.items() if words.startswith("raised ")}
+
+# What the checkers said on the blind bank's first run, before they were extended.
+FIRST_RUN = {
+    "differs by up to": {
+        "02-scale-precedence",
+        "02-scale-sqrt-T",
+        "02-softmax-dim0",
+        "02-log-softmax",
+        "02-sigmoid",
+        "02-keys-queries-swapped",
+        "02-layers-q-k-swapped",
+        "02-k-from-W_q",
+        "02-v-is-x",
+        "02-weights-transposed",
+        "02-output-scaled",
+        "02-causal-mask-in-02",
+        "02-batch-mixed",
+        "05-triu-diagonal-2",
+        "05-fill-plus-inf",
+        "05-bool-mask-added",
+        "05-float-mask-subtracted",
+        "05-large-mask-wrong-sign",
+        "05-softmax-dim0",
+        "05-scale-precedence",
+        "05-scale-sqrt-T",
+        "05-keys-queries-swapped",
+        "05-k-from-W_q",
+        "05-weights-transposed",
+        "06-split-strided-both-ways",
+        "06-split-strided",
+        "06-split-H-d_head-swapped",
+        "06-heads-not-split",
+        "06-scale-sqrt-H",
+        "06-softmax-over-heads",
+        "06-keys-queries-swapped",
+        "06-W_o-per-head-bias-each",
+        "06-W_o-on-values",
+    },
+    "raised": {  # the learner's own exception
+        "02-scale-torch-sqrt-int",
+        "02-manual-softmax-no-keepdim",
+        "02-k-dot-T",
+        "05-float-mask-in-masked_fill",
+        "05-manual-softmax-no-keepdim",
+        "06-merge-view-not-contiguous",
+        "06-split-transpose-2-3",
+        "06-keys-transposed-1-2",
+    },
+    "passed": {
+        "05-returns-dropped-weights",
+        "05-ignores-return_weights",
+        "05-returns-weights-first",
+        "05-returns-scores",
+        "06-returns-head-average",
+        "06-ignores-return_weights",
+    },
 }
 
 
-@pytest.mark.parametrize(
-    "mistake",
-    [
-        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason="passed by the checker"))
-        if m.id in PASSED_BEFORE
-        else m
-        for m in BANK
-    ],
-    ids=lambda m: m.id,
-)
-def test_wrong_answer_is_not_passed(mistake):
+def test_every_entry_has_its_words_and_the_first_run_adds_up():
+    assert sorted(NAMED) == sorted(m.id for m in BANK + LATER)
+    assert len(BANK) == 116 and len(FIRST_RUN["differs by up to"]) == 33
+    assert len(FIRST_RUN["raised"]) == 8 and len(FIRST_RUN["passed"]) == 6
+    assert RAISES == FIRST_RUN["raised"] - {"06-merge-view-not-contiguous"}  # now named
+
+
+@pytest.mark.parametrize("mistake", BANK + LATER, ids=lambda m: m.id)
+def test_a_wrong_answer_is_named_in_the_first_line(mistake):
     verdict = _quiet(mistake)
-    assert verdict.status != "passed", first_line(verdict)
+    line = first_line(verdict)
+    assert verdict.status == FAILED, line
+    assert NAMED[mistake.id] in line, line
+    assert "differs by" not in line, line  # named, not only measured
+
+
+def test_the_family_message_says_what_to_change():
+    """The fallbacks' hints: the softmax's dim for rows that don't sum to 1, the mask for a
+    head that looks ahead."""
+    by_id = {m.id: m for m in BANK + LATER}
+    rows = _quiet(by_id["05-manual-softmax-sums-everything"])
+    assert "torch.softmax(scores, dim=-1)" in rows.hint, rows
+    ahead = _quiet(by_id["05-large-mask-wrong-sign"])
+    assert "block the future with the mask" in ahead.hint, ahead
+
+
+def test_no_english_sentence_reaches_a_chinese_reader(zh):
+    """Every verdict of the bank, in Chinese: message and hint translated."""
+    for mistake in BANK + LATER:
+        verdict = _quiet(mistake)
+        text = f"{verdict.message}\n{verdict.hint}"
+        if mistake.id in RAISES:  # PyTorch's own words stay English
+            text = verdict.hint
+        assert not english_words(text), (mistake.id, text)
 
 
 @pytest.mark.parametrize("answer", RIGHT, ids=lambda m: m.id)
 def test_right_answer_passes(answer):
     verdict = _quiet(answer)
-    assert verdict.status == "passed", first_line(verdict)
+    assert verdict.status == PASSED, first_line(verdict)
 
 
 if __name__ == "__main__":
     torch.manual_seed(0)
-    for m in BANK + RIGHT:
+    for m in BANK + LATER + RIGHT:
         print(f"{m.id:40} {first_line(_quiet(m))[:150]}")

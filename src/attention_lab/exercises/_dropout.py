@@ -17,6 +17,7 @@ divided by p, active in eval mode, applied to the scores, to the output or the v
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -167,7 +168,37 @@ def _check_train(got, want, n_heads: int, T: int, what: str) -> None:
     ):
         if torch.allclose(ratio, torch.full_like(ratio, factor), rtol=1e-4, atol=1e-5):
             raise Wrong(message.format(where=where), hint)
+    low, high = ratio.min().item(), ratio.max().item()
+    if math.isclose(low, high, rel_tol=1e-4) and not math.isclose(low, 1 / (1 - P), rel_tol=1e-4):
+        if math.isclose(low, 1 / (1 - P) ** 2, rel_tol=1e-4):
+            raise Wrong(
+                _(
+                    "{where}: dropout is applied twice: the survivors are scaled by "
+                    "1 / (1 - p)² = {ratio:.3g}"
+                ).format(where=where, ratio=low),
+                _("apply self.dropout once, to the weights: out = self.dropout(weights) @ v"),
+            )
+        if low > 1:
+            raise Wrong(
+                _(
+                    "{where}: the survivors are scaled by {ratio:.3g} = 1 / (1 - {used:.2g}): "
+                    "dropout used p = {used:.2g}, not the module's p = {p}"
+                ).format(where=where, ratio=low, used=1 - 1 / low, p=P),
+                _(
+                    "use the module's own dropout, self.dropout(weights), or "
+                    "F.dropout(weights, self.dropout.p, training=self.training)"
+                ),
+            )
     if not torch.allclose(ratio, torch.full_like(ratio, 1 / (1 - P)), rtol=1e-4, atol=1e-5):
+        if not math.isclose(low, high, rel_tol=1e-4):
+            raise Wrong(
+                _(
+                    "{where}: the surviving weights are scaled by {low:.3g} to {high:.3g}, not "
+                    "all by 1 / (1 - p) = {want:.3g}: dropout changed the weights themselves, "
+                    "so it acted before they were made (on x, q, k or v)"
+                ).format(where=where, low=low, high=high, want=1 / (1 - P)),
+                _("drop the attention weights, after the softmax: out = self.dropout(weights) @ v"),
+            )
         raise Wrong(
             _(
                 "{where}: the surviving weights are scaled by {low:.3g} to {high:.3g}, "

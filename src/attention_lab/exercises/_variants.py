@@ -17,7 +17,6 @@ language of the moment.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,9 +76,9 @@ def name_the_mistake(
     """
     names = list(steps)
     best = None
-    for options in itertools.product(*(steps[name] for name in names)):
+    for options in _choices(steps, names, MAX_MISTAKES):
         mistakes = [option for option in options if option.label]
-        if not 0 < len(mistakes) <= MAX_MISTAKES:
+        if not mistakes:
             continue
         try:
             with torch.no_grad():
@@ -102,12 +101,29 @@ def name_the_mistake(
     )
 
 
+def _choices(steps: dict[str, list[Option]], names: list[str], limit: int):
+    """The combinations of ``itertools.product`` over the steps' options, in its order, with
+    at most ``limit`` wrong options (the product of every option grows too fast to filter)."""
+    if not names:
+        yield ()
+        return
+    for option in steps[names[0]]:
+        left = limit - (1 if option.label else 0)
+        if left >= 0:
+            for rest in _choices(steps, names[1:], left):
+                yield (option, *rest)
+
+
 # --- the steps of one head, and of several -----------------------------------------------------
 
 
-def scale_options(d: int, d_model: int, model_name: str) -> list[Option]:
+def scale_options(
+    d: int, d_model: int, model_name: str, T: int | None = None, n_heads: int | None = None
+) -> list[Option]:
     """How the scores are scaled: by √d_head (right), or one of the usual slips.
-    ``model_name`` is how the lesson calls the input width (d_in in 02 and 05, d_model in 06).
+    ``model_name`` is how the lesson calls the input width (d_in in 02 and 05, d_model in 06);
+    ``T`` (the probe's length) and ``n_heads`` add the slips that use them, when they differ
+    from d_head.
     """
     options = [
         Option("sqrt_d"),
@@ -148,11 +164,124 @@ def scale_options(d: int, d_model: int, model_name: str) -> list[Option]:
                 _("d_head is the width of q and k: k.shape[-1] ** 0.5, not x.shape[-1] ** 0.5"),
             )
         )
+    # d ** 1 / 2 is (d ** 1) / 2: scores / d ** 1 / 2 divides by 2d, scores / (d ** 1 / 2) by d / 2
+    for key, divisor in (("half_low", 2 * d), ("half_high", d / 2)):
+        if not math.isclose(divisor, math.sqrt(d)) and divisor not in (1, d):
+            options.append(
+                Option(
+                    key,
+                    _(
+                        "the scores are divided by {divisor:g}, not by √d_head: ** binds tighter "
+                        "than /, so d_head ** 1 / 2 is d_head / 2"
+                    ).format(divisor=divisor),
+                    _("write the square root as d_head ** 0.5 or math.sqrt(d_head)"),
+                )
+            )
+    if T is not None and T != d:
+        options.append(
+            Option(
+                "sqrt_T",
+                _(
+                    "scaled by √T = √{T}, the number of positions, instead of √d_head = √{d}: "
+                    "d_head is the last axis of k"
+                ).format(T=T, d=d),
+                _("d_head is k.shape[-1]; k.shape[1] is T, the length of the sequence"),
+            )
+        )
+    if n_heads is not None and n_heads != d:
+        options.append(
+            Option(
+                "sqrt_H",
+                _("scaled by √n_heads = √{H} instead of √d_head = √{d}").format(H=n_heads, d=d),
+                _("each head's scores are divided by the head's width: d_head ** 0.5"),
+            )
+        )
     return options
 
 
-def softmax_options() -> list[Option]:
+def output_options() -> list[Option]:
+    """The output as weights @ v gives it (right), or divided by √d_head once more."""
     return [
+        Option("as_is"),
+        Option(
+            "divided",
+            _("the output is divided by √d_head: the scaling belongs to the scores"),
+            _(
+                "scale the scores before the softmax, softmax(q @ kᵀ / √d_head); "
+                "the output is weights @ v as it is"
+            ),
+        ),
+    ]
+
+
+def scores_options() -> list[Option]:
+    """Which two tensors make the scores: q @ kᵀ (right), or a slip with the layers."""
+    return [
+        Option("qk"),
+        Option(
+            "kq",
+            _(
+                "the scores are K @ Qᵀ, not Q @ Kᵀ (or q and k come from each other's layers): "
+                "row i holds key i against every query"
+            ),
+            _(
+                "queries on the rows: scores = q @ k.transpose(-2, -1), with q from W_q and k "
+                "from W_k"
+            ),
+        ),
+        Option(
+            "qq",
+            _("the keys come from W_q: the scores are Q @ Qᵀ"),
+            _("k = self.W_k(x): the keys have their own layer"),
+        ),
+        Option(
+            "kk",
+            _("the queries come from W_k: the scores are K @ Kᵀ"),
+            _("q = self.W_q(x): the queries have their own layer"),
+        ),
+    ]
+
+
+def product_options() -> list[Option]:
+    """How the weights meet the values: weights @ v (right), or the weights transposed."""
+    return [
+        Option("wv"),
+        Option(
+            "wTv",
+            _(
+                "the output is weightsᵀ @ v: the weights were transposed, so output i mixes "
+                "what every query gave key i"
+            ),
+            _(
+                "out = weights @ v, with the weights as the softmax gives them "
+                "(queries on the rows)"
+            ),
+        ),
+    ]
+
+
+def across_options() -> list[Option]:
+    """Whether each sequence attends within itself (right) or across the whole batch."""
+    return [
+        Option("rows"),
+        Option(
+            "batch",
+            _(
+                "the sequences of the batch attend to each other: the batch was flattened into "
+                "one long sequence"
+            ),
+            _(
+                "keep the batch axis: q @ k.transpose(-2, -1) is (B, T, T), one (T, T) block per "
+                "sequence"
+            ),
+        ),
+    ]
+
+
+def softmax_options(heads: bool = False) -> list[Option]:
+    """How the scores become weights; ``heads``: the scores have a head axis, dim=1."""
+    hint = _("softmax over the keys, the last dimension: torch.softmax(scores, dim=-1)")
+    options = [
         Option("keys"),
         Option(
             "queries",
@@ -167,13 +296,60 @@ def softmax_options() -> list[Option]:
             _("no softmax: the scaled scores are used as the weights"),
             _("weights = torch.softmax(scores, dim=-1): each row of the weights sums to 1"),
         ),
+        Option(
+            "batch",
+            _(
+                "softmax over dim=0, the batch: each weight is shared out between the sequences, "
+                "not between the keys"
+            ),
+            hint,
+        ),
+        Option(
+            "log",
+            _(
+                "log_softmax instead of softmax: the weights are logarithms (negative), not "
+                "shares that sum to 1"
+            ),
+            _("weights = torch.softmax(scores, dim=-1): each row of the weights sums to 1"),
+        ),
+        Option(
+            "sigmoid",
+            _(
+                "sigmoid instead of softmax: each weight is squashed on its own, so the rows "
+                "don't sum to 1"
+            ),
+            _("weights = torch.softmax(scores, dim=-1): each row of the weights sums to 1"),
+        ),
     ]
+    if heads:
+        options.insert(
+            2,
+            Option(
+                "heads",
+                _(
+                    "softmax over dim=1, the heads: each weight is shared out between the heads, "
+                    "not between the keys"
+                ),
+                hint,
+            ),
+        )
+    return options
 
 
 def mask_options(causal: bool) -> list[Option]:
     """The causal mask (05, 06) and the ways it goes wrong; a head of 02 has no mask."""
     if not causal:
-        return [Option("none")]
+        return [
+            Option("none"),
+            Option(
+                "causal",
+                _(
+                    "your head masks the future: the head of notebook 02 lets every query see "
+                    "every key"
+                ),
+                _("no mask here: the causal mask comes in notebooks 04 and 05"),
+            ),
+        ]
     return [
         Option("causal"),
         Option(
@@ -190,8 +366,8 @@ def mask_options(causal: bool) -> list[Option]:
         Option(
             "inverted",
             _(
-                "the causal mask is inverted (~self.mask): it blocks the past and the diagonal "
-                "and lets the future through"
+                "the causal mask is inverted (~self.mask, or tril where triu belongs): it blocks "
+                "the past and the diagonal and lets the future through"
             ),
             _("True means blocked: masked_fill(self.mask[:T, :T], float('-inf')), not ~self.mask"),
         ),
@@ -210,6 +386,33 @@ def mask_options(causal: bool) -> list[Option]:
                 "position 0 has no key left"
             ),
             _("block only j > i: torch.triu(..., diagonal=1); a position may look at itself"),
+        ),
+        Option(
+            "ahead",
+            _("the mask lets each position see the next one (triu with diagonal=2)"),
+            _("block only j > i: torch.triu(..., diagonal=1); a position may look at itself"),
+        ),
+        Option(
+            "plus_inf",
+            _(
+                "the future scores are +inf, not -inf (masked_fill with +inf, or a -inf mask "
+                "subtracted): softmax turns them into NaN"
+            ),
+            _(
+                "the blocked scores must be -inf: scores.masked_fill(mask, float('-inf')), or "
+                "add (not subtract) a float mask of -inf"
+            ),
+        ),
+        Option(
+            "added_bool",
+            _(
+                "the bool mask was added to the scores: True counts as 1, so the future gets its "
+                "score + 1 instead of -inf"
+            ),
+            _(
+                "a bool mask selects, it is not a number: "
+                "scores.masked_fill(self.mask[:T, :T], float('-inf'))"
+            ),
         ),
         Option(
             "zero",
@@ -233,39 +436,96 @@ def values_options() -> list[Option]:
         Option("v"),
         Option("k", _("used the head's K where V belongs: weights @ k"), hint),
         Option("q", _("used the head's Q where V belongs: weights @ q"), hint),
+        Option("x", _("the values are x itself: W_v is never applied"), hint),
     ]
 
 
-def attend(q, k, v, *, scale: str, softmax: str, mask: str, values: str, d_model: int):
+def attend(
+    q,
+    k,
+    v,
+    *,
+    d_model: int,
+    scale: str = "sqrt_d",
+    softmax: str = "keys",
+    mask: str = "none",
+    values: str = "v",
+    scores: str = "qk",
+    product: str = "wv",
+    across: str = "rows",
+    output: str = "as_is",
+    x=None,
+    d: int | None = None,
+    n_heads: int = 1,
+):
     """One head, or every head at once: q, k, v of shape (..., T, d) -> (..., T, d), with the
-    options' mistakes built in."""
-    T, d = q.shape[-2], q.shape[-1]
+    options' mistakes built in. ``x`` is the input where the values option "x" needs it (of
+    v's shape); ``d`` the head width the learner scales by, when it is not q's last axis (heads
+    split the wrong way)."""
+    if across == "batch":  # every sequence of the batch in one: (1, B*T, d)
+        flat = [None if t is None else t.reshape(1, -1, t.shape[-1]) for t in (q, k, v, x)]
+        out = attend(
+            *flat[:3],
+            x=flat[3],
+            d_model=d_model,
+            scale=scale,
+            softmax=softmax,
+            mask=mask,
+            values=values,
+            scores=scores,
+            product=product,
+            output=output,
+            d=d,
+            n_heads=n_heads,
+        )  # (1, B*T, d)
+        return out.reshape(v.shape)  # (B, T, d)
+    T = q.shape[-2]
+    d = q.shape[-1] if d is None else d
     masks = _masks(T)
     future = masks["causal"]  # (T, T), True = blocked
-    scores = q @ k.transpose(-2, -1)  # (..., T, T)
-    divisor = {"sqrt_d": math.sqrt(d), "none": 1.0, "after": 1.0, "d": float(d)}.get(scale)
+    left, right = {"qk": (q, k), "kq": (k, q), "qq": (q, q), "kk": (k, k)}[scores]
+    scores_ = left @ right.transpose(-2, -1)  # (..., T, T)
     if scale == "times":
-        scores = scores * math.sqrt(d)
-    elif scale == "d_model":
-        scores = scores / math.sqrt(d_model)
+        scores_ = scores_ * math.sqrt(d)
     else:
-        scores = scores / divisor
+        divisor = {
+            "sqrt_d": math.sqrt(d),
+            "d": float(d),
+            "d_model": math.sqrt(d_model),
+            "sqrt_T": math.sqrt(T),
+            "sqrt_H": math.sqrt(n_heads),
+            "half_low": 2.0 * d,
+            "half_high": d / 2,
+        }.get(scale, 1.0)  # "none", "after": the scores are not divided
+        scores_ = scores_ / divisor
     blocked = masks.get(mask)
     if blocked is not None:
-        scores = scores.masked_fill(blocked, float("-inf"))
+        scores_ = scores_.masked_fill(blocked, float("-inf"))
     elif mask == "zero":
-        scores = scores.masked_fill(future, 0.0)
-    if softmax == "keys":
-        weights = torch.softmax(scores, dim=-1)  # (..., T, T)
-    elif softmax == "queries":
-        weights = torch.softmax(scores, dim=-2)
-    else:
-        weights = scores
+        scores_ = scores_.masked_fill(future, 0.0)
+    elif mask == "plus_inf":
+        scores_ = scores_.masked_fill(future, float("inf"))
+    elif mask == "added_bool":
+        scores_ = scores_ + future
+    weights = {
+        "keys": lambda s: torch.softmax(s, dim=-1),
+        "queries": lambda s: torch.softmax(s, dim=-2),
+        "none": lambda s: s,
+        "heads": lambda s: torch.softmax(s, dim=1),
+        "batch": lambda s: torch.softmax(s, dim=0),
+        "log": lambda s: torch.log_softmax(s, dim=-1),
+        "sigmoid": torch.sigmoid,
+    }[softmax](scores_)  # (..., T, T)
     if mask == "after":
         weights = weights.masked_fill(future, 0.0)
     if scale == "after":
         weights = weights / math.sqrt(d)
-    return weights @ {"v": v, "k": k, "q": q}[values]  # (..., T, d)
+    if product == "wTv":
+        weights = weights.transpose(-2, -1)
+    if values == "x" and (x is None or x.shape != v.shape):
+        raise ValueError("the values option 'x' needs x of v's shape")
+    out = weights @ {"v": v, "k": k, "q": q, "x": x}[values]  # (..., T, d)
+    return out / math.sqrt(d) if output == "divided" else out
 
 
 @functools.lru_cache(maxsize=8)
@@ -277,4 +537,5 @@ def _masks(T: int) -> dict[str, torch.Tensor]:
         "inverted": ~future,
         "past": torch.ones(T, T, dtype=torch.bool).tril(-1),
         "diagonal": torch.ones(T, T, dtype=torch.bool).triu(0),
+        "ahead": torch.ones(T, T, dtype=torch.bool).triu(2),
     }
