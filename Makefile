@@ -44,6 +44,7 @@ help:
 	@echo "make explore    serve the interactive explorer as an app with Voila (#presenter: big text)"
 	@echo "make exercises  regenerate the learner exercises notebook from the solutions"
 	@echo "make assignment the exercises as an nbgrader assignment in build/course (teaching/grading.md)"
+	@echo "make grade      (root) collect the students' notebooks and grade each in a sandbox (teaching/grading.md)"
 	@echo "make badges     rewrite Colab badges and install lines from pyproject's Repository URL"
 	@echo "make notebooks  re-run every notebook top to bottom and save its outputs"
 	@echo "make slides     open the chapter in JupyterLab to present: Run All, then Alt+R"
@@ -154,9 +155,15 @@ bench: $(LAB_STAMP)
 # The classroom JupyterHub (hub/README.md): its own venv at a path every student can execute
 # (HUB_VENV), the proxy from hub/package-lock.json, then the hub on 127.0.0.1:8000, as root.
 HUB_VENV ?= /opt/attention-lab-hub/venv
-.PHONY: hub hub-env bench-capacity
+.PHONY: hub hub-env hub-admin bench-capacity
 hub-env:
 	HUB_VENV=$(HUB_VENV) bash tools/hub_env.sh
+
+# The admin's password, asked twice, written into the hub's database before the hub listens
+# (`make hub` refuses to start without it; a sign-up under the admin's name is refused).
+hub-admin: hub-env
+	@test "$$(id -u)" = 0 || { echo "make hub-admin runs as root: the hub's state is root's"; exit 1; }
+	$(HUB_VENV)/bin/python hub/classroom_hub.py admin-password
 
 hub: hub-env
 	@test "$$(id -u)" = 0 || { echo "make hub runs as root: it starts each student's server as their own user"; exit 1; }
@@ -181,9 +188,23 @@ exercises: $(TEST_STAMP)
 # one, attention_lab_zh, from notebooks/zh-CN/exercises_solutions.ipynb, in the same course.
 COURSE ?= build/course
 ASSIGNMENT_NAME = $(if $(filter zh-CN,$(LANG_EDITION)),attention_lab_zh,attention_lab)
+# The course folder is private (mode 0700, files 0600): it holds the solutions, the gradebook and
+# every submission.
 assignment: $(TEST_STAMP)
 	$(BIN)/python tools/make_assignment.py --course $(COURSE) --edition $(or $(LANG_EDITION),en)
-	cd $(COURSE) && PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment $(ASSIGNMENT_NAME) --force
+	cd $(COURSE) && umask 077 && PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment $(ASSIGNMENT_NAME) --force
+
+# Grade the class (teaching/grading.md; root): each student's ~/assignments/<assignment>/ on the
+# hub collected without following links, each notebook's kernel run in a sandbox of its own
+# (hub/grading/sandbox.py: a throwaway user, bubblewrap, no network, memory and time limits),
+# then feedback pages with the scores and the checkers' verdicts only. hub-env first: the kernels
+# run the hub's venv, with this checkout's attention_lab. GRADE_ARGS: e.g. --return-feedback,
+# --student alice, --from DIR (returned notebooks), --release (hand the assignment out).
+GRADE_ARGS ?=
+.PHONY: grade
+grade: $(TEST_STAMP) hub-env
+	@test "$$(id -u)" = 0 || { echo "make grade runs as root: it runs each notebook as a throwaway user"; exit 1; }
+	HUB_VENV=$(HUB_VENV) $(BIN)/python hub/grading/grade.py --course $(COURSE) --venv $(HUB_VENV) $(GRADE_ARGS) $(ASSIGNMENT_NAME)
 
 badges: $(TEST_STAMP)
 	$(BIN)/python tools/badges.py

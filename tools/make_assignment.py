@@ -7,8 +7,12 @@
 
 From notebooks/exercises_solutions.ipynb this writes an nbgrader *source* assignment,
 ``COURSE/source/ASSIGNMENT/exercises.ipynb``, and ``COURSE/nbgrader_config.py`` (run every
-nbgrader command from COURSE). Nothing here names an exercise: every rule reads the markers,
-tags and checker calls of the solutions notebook, so the assignment follows the exercise set.
+nbgrader command from COURSE). COURSE is made private, mode 0700 whatever it was, and so are
+the files written here (0600); the command line also sets umask 077, as ``make assignment``
+does for nbgrader. It holds the solutions, and later the gradebook and every submission:
+``make grade`` refuses a course folder that other users can read. Nothing here names an
+exercise: every rule reads the markers, tags and checker calls of the solutions notebook, so
+the assignment follows the exercise set.
 
 ``--edition zh-CN`` (``make assignment LANG_EDITION=zh-CN``) builds the Simplified Chinese
 assignment, ``attention_lab_zh``, beside the English one in the same course, from
@@ -38,6 +42,7 @@ The test is the same in both: the verdict's status, the code "passed", whatever 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -86,10 +91,16 @@ def write_course(
     )
     if not graded(nb):
         raise AssignmentError(f"{solutions_path.name} has no checker calls: nothing to grade")
+    course.mkdir(parents=True, exist_ok=True)
+    os.chmod(course, 0o700)  # private, whatever it was: see the docstring
     target = course / "source" / assignment / NOTEBOOK
     target.parent.mkdir(parents=True, exist_ok=True)
     write_notebook(nb, target)
     (course / "nbgrader_config.py").write_text(CONFIG)
+    for path in (course / "source", target.parent):
+        os.chmod(path, 0o700)
+    for path in (target, course / "nbgrader_config.py"):
+        os.chmod(path, 0o600)
     return target
 
 
@@ -123,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         help="points of one exercise (its checker's name without check_)",
     )
     args = parser.parse_args(argv)
+    os.umask(0o077)  # everything this run writes is the owner's only
     solutions, assignment = EDITION_DEFAULTS[args.edition]
     target = write_course(
         args.course,

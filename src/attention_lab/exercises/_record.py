@@ -8,6 +8,12 @@ returns it wrapped so that every run records its verdict here; ``graded_check`` 
 kept checker, never a name the notebook or a module attribute holds, and accepts its verdict
 only when it is the one the wrapper recorded for this very run, a ``Verdict`` of the library.
 
+When a sandboxed grading run (hub/grading/grade.py, which sets ``ATTENTION_LAB_GRADING=1`` in
+the kernel) calls ``graded_check``, the verdict is also handed to the grader as data: a
+display output of type ``application/vnd.attention-lab.verdict+json`` (status, message,
+hint, the printed line, the language), from which the grader builds the feedback page
+without reading anything else the notebook printed.
+
 What this does not stop: code in the same kernel that patches the library's own internals
 (this module, ``core``, ``torch``) before the test cell runs. teaching/grading.md says what
 nbgrader can and cannot guarantee.
@@ -16,6 +22,8 @@ nbgrader can and cannot guarantee.
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +36,7 @@ _CHECKERS: dict[str, list[Callable[..., Verdict]]] = {}
 # exercise name -> (run number, the function checked, the verdict) of its latest run
 _LATEST: dict[str, tuple[int, Any, Verdict]] = {}
 _RUNS = [0]
+VERDICT_MIME = "application/vnd.attention-lab.verdict+json"
 
 
 def register(check: Callable[..., Verdict]) -> Callable[..., Verdict]:
@@ -71,4 +80,28 @@ def graded_check(exercise: str, fn, *args, **kwargs) -> Verdict:
             f"for this run ({verdict!r}): the library was changed in this kernel; "
             "grade this notebook by reading it"
         )
+    _hand_to_grader(exercise, verdict)
     return verdict
+
+
+def _hand_to_grader(exercise: str, verdict: Verdict) -> None:
+    """In a grading kernel (``ATTENTION_LAB_GRADING=1``, an IPython kernel), publish the
+    verdict as a display output of type VERDICT_MIME; elsewhere, nothing."""
+    if os.environ.get("ATTENTION_LAB_GRADING") != "1" or "IPython" not in sys.modules:
+        return
+    from IPython import get_ipython
+    from IPython.display import display
+
+    if get_ipython() is None:
+        return
+    from ..i18n import get_language
+
+    data = {
+        "exercise": exercise,
+        "status": verdict.status,
+        "message": verdict.message,
+        "hint": verdict.hint,
+        "text": str(verdict),
+        "language": get_language(),
+    }
+    display({VERDICT_MIME: data, "text/plain": f"{exercise}: {verdict.status}"}, raw=True)
