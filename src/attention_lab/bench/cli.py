@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from ..fused import MultiHeadSelfAttention
+from .generation import generation_report
 from .report import explorer_times, figure_times, format_goals, format_table, plot_ratios, write_csv
 from .timing import Row, measure_shape
 
@@ -23,6 +24,11 @@ causal. Then, at each shape, forward time, forward+backward time and peak memory
 measured in one run and printed as ratios to a bare ``F.scaled_dot_product_attention``
 block, next to the machine's own float32 matmul speed. Results go to ``bench-results/``
 (``bench.csv``, ``bench.png``), which git ignores.
+
+Then generation at notebook 11's model size: ``CharLM.generate`` with a KV cache against
+without, for 32, 128 and 512 new tokens (tokens per second and the ratio, one thread, after
+checking that both give the same ids), and the cache of every variant (MHA, GQA, MQA, a
+sliding window, MLA) in bytes and as ratios to MHA (``bench.generation``).
 
     python -m attention_lab bench            # the full run: a few minutes on 2 cores
     python -m attention_lab bench --quick    # a smoke run at tiny shapes (used by the tests)
@@ -74,6 +80,7 @@ def run(
         log(format_table(rows))
     log("")
     log(format_goals(max(tables, key=lambda rows: rows[0].T * rows[0].D)))
+    generation_report(quick=args.quick, repeats=args.repeats, log=log)
     if args.quick:
         log("explorer and diagrams: skipped (--quick)")
     else:
