@@ -192,7 +192,7 @@ def test_every_word_the_heatmap_figure_draws_is_chinese(zh_explorer):
         assert_chinese(text, where)
     grid_labels = {text for where, text in texts if where in ("xlabel", "ylabel")}
     assert grid_labels == {"键（被看的一方）", "查询（看的一方）"}
-    assert [text for where, text in texts if where == "colorbar"] == ["注意力权重（√ 刻度）"]
+    assert [text for where, text in texts if where == "colorbar"] == ["注意力权重（平方根刻度）"]
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["屏蔽"]
 
 
@@ -203,7 +203,7 @@ def test_a_headgrid_of_its_own_draws_chinese_labels_and_default_titles(zh):
     for where, text in figure_texts(grid.figure):
         if text:
             assert_chinese(text, where)
-    assert grid.colorbar.ax.get_ylabel() == "注意力权重（√ 刻度）"
+    assert grid.colorbar.ax.get_ylabel() == "注意力权重（平方根刻度）"
 
 
 def test_the_same_figure_in_english_keeps_its_english_labels():
