@@ -1,7 +1,8 @@
 # JupyterHub for a class on one machine (`make hub`; hub/README.md says how to run it).
 #
 # - Sign-up with the teacher's approval (NativeAuthenticator): a student signs up at
-#   /hub/signup, the teacher (an admin) approves at /hub/authorize, then the student logs in.
+#   /hub/signup, the teacher (the admin, whose password `make hub-admin` wrote before the
+#   hub first listened) approves at /hub/authorize, then the student logs in.
 # - Every student's server runs as the student's own system user, ``<prefix><name>``
 #   (LocalProcessSpawner), created with useradd on the first spawn, home mode 700.
 # - On the first spawn the chapter (notebooks/*.ipynb, English edition) is copied into
@@ -12,12 +13,17 @@
 #   student can execute; the repository's .venv usually sits under a mode-700 home.
 # - Students kept apart (hub/README.md, "What the hub guarantees"): kernels talk over ipc
 #   sockets in the student's mode-700 runtime folder, never TCP; TMPDIR and every cache live
-#   in the home; umask 077 and a process limit for every student process; approving and
+#   in the home; umask 077, a process limit and a memory limit (a cgroup, or RLIMIT_AS) for
+#   every student process; each home a loop-mounted image of the disk limit; approving and
 #   discarding are POST forms with the XSRF token; cookies are SameSite=Lax; the lock-out is
-#   per name and address, with backoff, and never locks the teacher (an admin); one message
-#   for any refused login; bcrypt off the event loop; stopping a server kills every process
-#   of the student; un-approving or deleting a student revokes their tokens and cookie and
-#   stops their server; deleting one archives their home and removes their system user.
+#   per name and address, with backoff, for logins (never locking the teacher) and wrong old
+#   passwords; one message for any refused login; bcrypt off the event loop, logins in a
+#   worker of their own; a sign-up under a name the hub knows is refused and waiting
+#   sign-ups are capped; stopping a server kills every process of the student; un-approving
+#   or deleting a student revokes their tokens and cookie and stops their server; deleting
+#   one archives their home and removes their system user.
+# - The hub refuses to start while the admin has no password, or while students could read
+#   the solutions, the course's gradebook or submissions (the checkout and the course folder).
 #
 # Every setting below can be changed by an environment variable, so the tests run a
 # private hub on other ports with its own state folder and user prefix.
@@ -33,15 +39,19 @@ c = get_config()  # noqa: F821 -- provided by JupyterHub when it loads this file
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import classroom_hub  # noqa: E402 -- hub/classroom_hub.py: the authenticator, spawner, hooks
+from jupyterhub.traitlets import ByteSpecification  # noqa: E402
 
 env = os.environ.get
 HUB_VENV = Path(env("HUB_VENV", "/opt/attention-lab-hub/venv"))
 # tools/hub_env.sh puts a world-readable copy of the chapter beside the venv.
 CHAPTER = Path(env("ATTENTION_LAB_HUB_CHAPTER", str(HUB_VENV.parent / "chapter")))
-STATE = Path(env("ATTENTION_LAB_HUB_STATE", "/var/lib/attention-lab-hub"))
+STATE = Path(env("ATTENTION_LAB_HUB_STATE", str(classroom_hub.SETTINGS.state)))
 USER_PREFIX = env("ATTENTION_LAB_HUB_USER_PREFIX", "alab-")
 HOME_BASE = Path(env("ATTENTION_LAB_HUB_HOME_BASE", "/home"))
-ADMIN = env("ATTENTION_LAB_HUB_ADMIN", "teacher")
+ADMIN = env("ATTENTION_LAB_HUB_ADMIN", classroom_hub.SETTINGS.admin)
+# the teacher's checkout (this file's) and the nbgrader course folder (`make assignment`)
+CHECKOUT = HERE.parent
+COURSE = Path(env("ATTENTION_LAB_COURSE", str(CHECKOUT / "build" / "course")))
 STATE.mkdir(parents=True, exist_ok=True, mode=0o700)
 os.chmod(STATE, 0o700)
 
@@ -68,14 +78,24 @@ c.JupyterHub.tornado_settings = {"cookie_options": {"samesite": "Lax"}}
 c.Spawner.cookie_options = {"samesite": "Lax"}
 
 # --- sign-up with approval (hub/classroom_hub.py: ClassroomAuthenticator)
+MEM_LIMIT = ByteSpecification().validate(None, env("ATTENTION_LAB_HUB_MEM_LIMIT", "2G"))
+DISK_LIMIT = ByteSpecification().validate(None, env("ATTENTION_LAB_HUB_DISK_LIMIT", "2G"))
 classroom_hub.SETTINGS = classroom_hub.Settings(
     prefix=USER_PREFIX,
     home_base=HOME_BASE,
     state=STATE,
     chapter=CHAPTER,
+    admin=ADMIN,
     nproc=int(env("ATTENTION_LAB_HUB_NPROC", "512")),
     lockout_after=int(env("ATTENTION_LAB_HUB_LOCKOUT_AFTER", "5")),
     lockout_seconds=float(env("ATTENTION_LAB_HUB_LOCKOUT_SECONDS", "60")),
+    # sign-ups that may wait for approval, from one client address and in all
+    signups_per_address=int(env("ATTENTION_LAB_HUB_SIGNUPS_PER_ADDRESS", "3")),
+    signups_pending=int(env("ATTENTION_LAB_HUB_SIGNUPS_PENDING", "100")),
+    # the addresses of reverse proxies in front of the hub (space-separated), so that the
+    # limits above count each client's own address, not the reverse proxy's
+    trusted_proxies=frozenset(env("ATTENTION_LAB_HUB_TRUSTED_PROXIES", "").split()),
+    disk_limit=DISK_LIMIT,
 )
 c.JupyterHub.authenticator_class = classroom_hub.ClassroomAuthenticator
 # the authorization page with POST forms (hub/templates/authorization-area.html)
@@ -83,14 +103,16 @@ c.JupyterHub.template_paths = [str(HERE / "templates")]
 c.NativeAuthenticator.open_signup = False  # every sign-up waits for an admin
 c.NativeAuthenticator.minimum_password_length = 8
 c.NativeAuthenticator.check_common_password = True
-c.Authenticator.admin_users = {ADMIN}  # the teacher signs up first and is approved at once
+# The admin signs up nowhere: `make hub-admin` writes their password before the hub listens
+# (checked at the end of this file), and a sign-up under their name is refused.
+c.Authenticator.admin_users = {ADMIN}
 # NativeAuthenticator itself refuses anyone not approved; past that, every user may log in.
 c.Authenticator.allow_all = True
 # Names that make a safe system user name once prefixed (``alab-`` + at most 20 characters).
 c.Authenticator.username_pattern = r"^[a-z][a-z0-9_-]{0,19}$"
 # An un-approved student's cookie and tokens stop working within 30 s even if their access
 # was not revoked (un-approving revokes it at once), and before any spawn.
-c.Authenticator.auth_refresh_age = 30
+c.Authenticator.auth_refresh_age = int(env("ATTENTION_LAB_HUB_AUTH_REFRESH_AGE", "30"))
 c.Authenticator.refresh_pre_spawn = True
 
 # --- a token for scripts (creating students, starting servers): the "class-admin" service
@@ -135,12 +157,49 @@ c.Spawner.environment = {
     "OMP_NUM_THREADS": THREADS,
     "MKL_NUM_THREADS": THREADS,
 }
-# The limits of the teacher's guide. LocalProcessSpawner does not enforce them (it passes
-# MEM_LIMIT and CPU_LIMIT to the server); Kubernetes does (hub/z2jh/values.yaml).
+# The limits of the teacher's guide. The memory limit holds: every process of a student in
+# one memory cgroup (cgroup v1) with mem_limit for all of them together, or, where this hub
+# cannot write cgroups, RLIMIT_AS of mem_limit on each process. So does the disk limit: each
+# home is an ext4 image of ATTENTION_LAB_HUB_DISK_LIMIT, loop-mounted (0: no limit). The
+# CPU figures are passed to the server as CPU_LIMIT and the like, not enforced; Kubernetes
+# enforces all of them (hub/z2jh/values.yaml).
 c.Spawner.mem_guarantee = env("ATTENTION_LAB_HUB_MEM_GUARANTEE", "1G")
-c.Spawner.mem_limit = env("ATTENTION_LAB_HUB_MEM_LIMIT", "2G")
+c.Spawner.mem_limit = MEM_LIMIT
 c.Spawner.cpu_guarantee = float(env("ATTENTION_LAB_HUB_CPU_GUARANTEE", "0.5"))
 c.Spawner.cpu_limit = float(env("ATTENTION_LAB_HUB_CPU_LIMIT", "1"))
+MEMORY, why = classroom_hub.choose_memory_limiter(env("ATTENTION_LAB_HUB_MEMORY", "auto"))
+classroom_hub.SETTINGS.memory = MEMORY
+if MEMORY == "cgroup":
+    print(
+        f"jupyterhub_config.py: memory: {classroom_hub.gib(MEM_LIMIT)} per student, every "
+        f"process of theirs together, in the cgroup {classroom_hub.cgroup_of('<user>')} ({why})",
+        file=sys.stderr,
+    )
+else:
+    address_space = int(MEM_LIMIT * classroom_hub.SETTINGS.address_space_factor)
+    print(
+        f"jupyterhub_config.py: memory: RLIMIT_AS of {classroom_hub.gib(address_space)} "
+        f"(address space, {classroom_hub.SETTINGS.address_space_factor:g} x mem_limit) on each "
+        f"process of a student, not on all of them together ({why})",
+        file=sys.stderr,
+    )
+if DISK_LIMIT:
+    try:
+        classroom_hub.check_loop_mounts()
+    except OSError as e:
+        raise SystemExit(
+            f"jupyterhub_config.py: each home is to be a loop-mounted ext4 image of "
+            f"{classroom_hub.gib(DISK_LIMIT)}, but that does not work here ({e}). Run as root "
+            "on a machine with loop devices, or set ATTENTION_LAB_HUB_DISK_LIMIT=0 for homes "
+            "with no disk limit."
+        ) from e
+    print(
+        f"jupyterhub_config.py: disk: each home a loop-mounted ext4 image of "
+        f"{classroom_hub.gib(DISK_LIMIT)} in {STATE / 'homes'}",
+        file=sys.stderr,
+    )
+else:
+    print("jupyterhub_config.py: disk: no limit (ATTENTION_LAB_HUB_DISK_LIMIT=0)", file=sys.stderr)
 
 if shutil.which("useradd") is None:
     raise SystemExit(
@@ -148,24 +207,45 @@ if shutil.which("useradd") is None:
     )
 
 
-# --- the solutions stay with the teacher
+# --- the solutions, gradebook and submissions stay with the teacher
 def readable_by_others(path: Path) -> bool:
-    """Whether a user who is neither the owner nor in the group can read ``path``: every
-    folder above it searchable by others, the file readable by others."""
+    """Whether a user who is neither the owner nor in the group (a student: each is alone
+    in their own group) can reach ``path`` and read it: every folder above it searchable
+    by others, and the file readable (a folder readable or searchable) by others."""
     try:
-        if not path.stat().st_mode & stat.S_IROTH:
+        if not all(p.stat().st_mode & stat.S_IXOTH for p in path.parents):
             return False
-        return all(p.stat().st_mode & stat.S_IXOTH for p in path.parents)
+        mode = path.stat().st_mode
     except OSError:
         return False
+    wanted = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
+    return bool(mode & wanted)
 
 
-for solutions in sorted((HERE.parent / "notebooks").rglob("*solutions*.ipynb")):
-    if readable_by_others(solutions):
-        print(
-            f"jupyterhub_config.py: WARNING: {solutions} is readable by every user of this "
-            f"machine, students included: chmod 700 {HERE.parent} (the hub needs nothing in "
-            "it but hub/; students get the chapter from the copy tools/hub_env.sh makes)",
-            file=sys.stderr,
+SECRETS = [
+    *sorted((CHECKOUT / "notebooks").rglob("*solutions*.ipynb")),
+    *sorted((CHECKOUT / "i18n").rglob("*solutions*.po")),  # the solutions' Chinese text
+    COURSE,
+    *(COURSE / name for name in ("source", "gradebook.db", "submitted", "autograded", "feedback")),
+]
+exposed = [p for p in SECRETS if readable_by_others(p)]
+if exposed:
+    lines = "\n".join(f"  {p}\n      fix: chmod o-rwx {p}" for p in exposed)
+    at_once = ""
+    if any(p.is_relative_to(CHECKOUT) for p in exposed):
+        at_once = (
+            f"\nOr the whole checkout at once: chmod o-rwx {CHECKOUT} (the hub reads it as "
+            f"root; students get the chapter from {CHAPTER}, which tools/hub_env.sh fills)."
         )
-        break
+    raise SystemExit(
+        "jupyterhub_config.py: refusing to start: every user of this machine, students "
+        f"included, can read what holds solutions, gradebooks or submissions:\n{lines}{at_once}"
+    )
+
+# --- the admin has a password before the hub listens (no "first to sign up is the admin")
+if not classroom_hub.admin_has_password(STATE / "jupyterhub.sqlite", ADMIN):
+    raise SystemExit(
+        f"jupyterhub_config.py: refusing to start: the admin, {ADMIN}, has no password yet. "
+        f"Set it first: sudo make hub-admin (that is, python hub/classroom_hub.py "
+        f"admin-password with ATTENTION_LAB_HUB_STATE={STATE})."
+    )

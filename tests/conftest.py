@@ -10,6 +10,8 @@
 * ``raises`` and ``message``: the error-message checks every test file uses.
 * The browser tests' session fixtures, ``chromium`` and ``jupyterlab`` (tests/browser_helpers.py):
   one Chromium and one JupyterLab for tests/test_browser.py and tests/test_slides_browser.py.
+* The hub tests' session fixtures, ``classroom`` and ``red`` (tests/hub_helpers.py): the hub's
+  venv built once, the checkout private while they run, one hub for both red-team rounds.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 import pytest
 import torch
 from browser_helpers import chromium, jupyterlab  # noqa: F401  (session fixtures)
+from hub_helpers import classroom, red  # noqa: F401  (session fixtures of the hub tests)
 
 from attention_lab import (
     CausalAttention,

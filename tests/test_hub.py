@@ -11,57 +11,26 @@
 
 Needs root (one system user per student), useradd, Node.js and npm; skipped with the reason
 otherwise, except in CI (CI=true or ATTENTION_LAB_REQUIRE_HUB=1), where it must run. The
-first run builds the hub's venv (tools/hub_env.sh, about 1.5 min); later runs reuse it.
+first run builds the hub's venv (tools/hub_env.sh, about 1.5 min); later runs reuse it. The
+session fixture ``classroom`` is tests/hub_helpers.py's.
 """
 
 from __future__ import annotations
 
-import os
 import pwd
 import re
-import shutil
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hub_helpers import TEACHER_PW, form, logged_in, run_as
 
 # A real hub, real system users: only `make test-hub` runs these (never `make test`).
 pytestmark = pytest.mark.hub
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "01_weighted_average.ipynb"
-REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATTENTION_LAB_REQUIRE_HUB") == "1"
-
-
-def _missing() -> str | None:
-    if os.name != "posix" or os.geteuid() != 0:
-        return "needs root: the hub runs each student's server as their own system user"
-    for tool in ("useradd", "userdel", "runuser", "node", "npm"):
-        if shutil.which(tool) is None:
-            return f"needs {tool}"
-    return None
-
-
-@pytest.fixture(scope="module")
-def classroom():
-    reason = _missing()
-    if reason:
-        if REQUIRED:
-            pytest.fail(f"the hub tests must run in CI: {reason}")
-        pytest.skip(reason)
-    # class operations live beside the hub, not in the package: hub/classroom/classroom.py
-    sys.path.insert(0, str(REPO / "hub" / "classroom"))
-    import classroom
-
-    classroom.build_hub_env()
-    return classroom
-
-
-def _run_as(user: str, *cmd: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["runuser", "-u", user, "--", *cmd], capture_output=True, text=True)
 
 
 def test_class_of_five(classroom):
@@ -131,20 +100,6 @@ def test_class_of_five(classroom):
     )
 
 
-def _form(session, url: str, data: dict):
-    """POST a hub form with the _xsrf token its page carries."""
-    page = session.get(url, timeout=30)
-    m = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
-    if m:
-        data = dict(data, _xsrf=m.group(1))
-    return session.post(url, data=data, timeout=30, allow_redirects=False)
-
-
-def _logged_in(session, hub) -> bool:
-    r = session.get(f"{hub.url}/hub/api/user", timeout=30)
-    return r.status_code == 200
-
-
 def test_intruder(classroom):
     import psutil
     import requests
@@ -156,21 +111,18 @@ def test_intruder(classroom):
 
         # A signs up and waits; the teacher approves (the admin page /hub/authorize/<name>)
         sa = requests.Session()
-        r = _form(
+        r = form(
             sa,
             f"{hub.url}/hub/signup",
             {"username": a, "signup_password": good, "signup_password_confirmation": good},
         )
         assert r.status_code == 200
-        r = _form(sa, f"{hub.url}/hub/login", {"username": a, "password": good})
-        assert "Invalid username or password" in r.text and not _logged_in(sa, hub)
-        # the teacher (admin_users) signs up, is approved at once, logs in and approves A
+        r = form(sa, f"{hub.url}/hub/login", {"username": a, "password": good})
+        assert "Invalid username or password" in r.text and not logged_in(sa, hub)
+        # the teacher (the admin, whose password `make hub-admin` set) logs in and approves A
         st = requests.Session()
-        teacher_pw = "teacher-pass-42"
-        fields = {"signup_password": teacher_pw, "signup_password_confirmation": teacher_pw}
-        _form(st, f"{hub.url}/hub/signup", {"username": "teacher", **fields})
-        r = _form(st, f"{hub.url}/hub/login", {"username": "teacher", "password": teacher_pw})
-        assert r.status_code == 302 and _logged_in(st, hub)
+        r = form(st, f"{hub.url}/hub/login", {"username": "teacher", "password": TEACHER_PW})
+        assert r.status_code == 302 and logged_in(st, hub)
 
         # a student cannot approve anyone: the page is the teacher's (its buttons are POST
         # forms with the XSRF token; tests/test_hub_redteam.py shows a GET does nothing)
@@ -195,20 +147,20 @@ def test_intruder(classroom):
         assert a in st.get(f"{hub.url}/hub/authorize", timeout=30).text
 
         # a wrong password is refused; the right one logs in
-        r = _form(sa, f"{hub.url}/hub/login", {"username": a, "password": good + "x"})
-        assert "Invalid username or password" in r.text and not _logged_in(sa, hub)
-        r = _form(sa, f"{hub.url}/hub/login", {"username": a, "password": good})
-        assert r.status_code == 302 and _logged_in(sa, hub)
+        r = form(sa, f"{hub.url}/hub/login", {"username": a, "password": good + "x"})
+        assert "Invalid username or password" in r.text and not logged_in(sa, hub)
+        r = form(sa, f"{hub.url}/hub/login", {"username": a, "password": good})
+        assert r.status_code == 302 and logged_in(sa, hub)
 
         # an unapproved sign-up cannot log in, even with the right password
         su = requests.Session()
-        _form(
+        form(
             su,
             f"{hub.url}/hub/signup",
             {"username": "mallory", "signup_password": good, "signup_password_confirmation": good},
         )
-        r = _form(su, f"{hub.url}/hub/login", {"username": "mallory", "password": good})
-        assert "Invalid username or password" in r.text and not _logged_in(su, hub)
+        r = form(su, f"{hub.url}/hub/login", {"username": "mallory", "password": good})
+        assert "Invalid username or password" in r.text and not logged_in(su, hub)
         assert r.status_code == 200 and "jupyterhub-session-id" not in r.headers.get(
             "set-cookie", ""
         )
@@ -232,7 +184,7 @@ def test_intruder(classroom):
             ["touch", str(home_b / "from-a.txt")],
             ["cp", "/etc/hostname", str(home_b / "attention-lab" / "01_weighted_average.ipynb")],
         ):
-            r = _run_as(user_a, *cmd)
+            r = run_as(user_a, *cmd)
             assert r.returncode != 0 and "Permission denied" in r.stderr, (cmd, r)
 
         # A's own kernel is A's user: the same refusals from Python

@@ -1,11 +1,12 @@
 """A determined student against the classroom hub (issue 31), on a real hub started as
-tests/test_hub.py starts it: every attack that once worked must now be refused.
+tests/test_hub.py starts it (the session fixture ``red``, shared with the second round,
+tests/test_hub_redteam2.py): every attack that once worked must now be refused.
 
 - alice subscribes to the IOPub socket of bob's kernel and hears nothing;
 - alice plants /tmp/torchinductor_<bob> (mode 0777): bob's kernel never uses it, and a
   file bob writes is his alone (umask 077);
-- no student-readable place holds exercises_solutions.ipynb (the hub warns when the
-  teacher's checkout is readable by every user);
+- no student-readable place holds exercises_solutions.ipynb (and the hub refuses to start
+  while the teacher's checkout lets them read it);
 - a process bob starts with setsid or start_new_session dies with his server;
 - a GET of /hub/authorize/<name> or /hub/discard/<name> with the teacher's cookie changes
   nothing (approving is a POST form with the XSRF token), and the cookies are SameSite;
@@ -17,149 +18,39 @@ tests/test_hub.py starts it: every attack that once worked must now be refused.
 Needs what tests/test_hub.py needs (root, useradd, Node.js, npm) and curl; skipped with the reason
 otherwise, except in CI (CI=true or ATTENTION_LAB_REQUIRE_HUB=1). ATTENTION_LAB_HUB_DIR runs
 the same attacks against another hub folder (a copy of an older hub/, to show they worked
-there); ATTENTION_LAB_HUB_BUILD=0 skips tools/hub_env.sh.
+there); ATTENTION_LAB_HUB_BUILD=0 skips tools/hub_env.sh. The fixtures and forms are
+tests/hub_helpers.py's.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import pwd
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hub_helpers import (
+    GOOD,
+    TEACHER_PW,
+    approved,
+    health,
+    logged_in,
+    login,
+    run_as,
+    signup,
+    teacher_button,
+    wait_no_processes,
+)
 
 pytestmark = pytest.mark.hub  # a real hub, real system users: only `make test-hub`
 
 REPO = Path(__file__).resolve().parents[1]
-REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATTENTION_LAB_REQUIRE_HUB") == "1"
-TEACHER_PW = "teacher-pass-42"
-GOOD = "correct-horse-42"
-
-
-def _missing() -> str | None:
-    if os.name != "posix" or os.geteuid() != 0:
-        return "needs root: the hub runs each student's server as their own system user"
-    for tool in ("useradd", "userdel", "runuser", "node", "npm", "curl"):
-        if shutil.which(tool) is None:
-            return f"needs {tool}"
-    return None
-
-
-def _run_as(user: str, *cmd: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(["runuser", "-u", user, "--", *cmd], capture_output=True, text=True, **kw)
-
-
-def _xsrf(session, url: str) -> str | None:
-    page = session.get(url, timeout=60)
-    m = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
-    return m.group(1) if m else None
-
-
-def _form(session, url: str, data: dict):
-    """POST a hub form with the _xsrf token its page carries."""
-    token = _xsrf(session, url)
-    if token:
-        data = dict(data, _xsrf=token)
-    return session.post(url, data=data, timeout=60, allow_redirects=False)
-
-
-def _signup(session, hub, name: str, password: str = GOOD):
-    fields = {"signup_password": password, "signup_password_confirmation": password}
-    return _form(session, f"{hub.url}/hub/signup", {"username": name, **fields})
-
-
-def _login(session, hub, name: str, password: str):
-    return _form(session, f"{hub.url}/hub/login", {"username": name, "password": password})
-
-
-def _logged_in(session, hub) -> bool:
-    return session.get(f"{hub.url}/hub/api/user", timeout=60).status_code == 200
-
-
-def _teacher_button(teacher, hub, action: str, name: str) -> None:
-    """The teacher's button on /hub/authorize: a POST with the XSRF token. (Where the hub
-    has only NativeAuthenticator's GET link, as on the main of issue 31, the link.)"""
-    token = _xsrf(teacher, f"{hub.url}/hub/authorize")
-    if token is None:  # a page of links, no form
-        r = teacher.get(f"{hub.url}/hub/{action}/{name}", allow_redirects=False, timeout=120)
-    else:
-        r = teacher.post(
-            f"{hub.url}/hub/{action}/{name}",
-            data={"_xsrf": token},
-            allow_redirects=False,
-            timeout=120,
-        )
-    assert r.status_code == 302, (action, name, r.status_code, r.text[:300])
-
-
-def _approved(teacher, hub, name: str) -> bool | None:
-    """What /hub/authorize says of a sign-up: True, False, or None when it is not there."""
-    page = teacher.get(f"{hub.url}/hub/authorize", timeout=60).text
-    m = re.search(rf'id="?{name}"?>\s*<td>{name}</td>.*?<td>(Yes|No)</td>', page, re.S)
-    return None if m is None else m.group(1) == "Yes"
-
-
-def _wait_no_processes(classroom, uid: int, timeout: float = 30) -> list:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        left = classroom.processes_of(uid)
-        if not left:
-            return []
-        time.sleep(0.5)
-    return [(p.pid, " ".join(p.cmdline())) for p in classroom.processes_of(uid)]
-
-
-@pytest.fixture(scope="module")
-def classroom():
-    reason = _missing()
-    if reason:
-        if REQUIRED:
-            pytest.fail(f"the hub tests must run in CI: {reason}")
-        pytest.skip(reason)
-    # class operations live beside the hub, not in the package: hub/classroom/classroom.py
-    sys.path.insert(0, str(REPO / "hub" / "classroom"))
-    import classroom
-
-    if os.environ.get("ATTENTION_LAB_HUB_BUILD") != "0":
-        classroom.build_hub_env()
-    if os.environ.get("ATTENTION_LAB_HUB_DIR"):
-        classroom.HUB_DIR = Path(os.environ["ATTENTION_LAB_HUB_DIR"])
-    return classroom
-
-
-@pytest.fixture(scope="module")
-def red(classroom):
-    """One hub for every attack: the teacher signed up and logged in; alice and bob
-    created by the teacher's script, with tokens and running servers."""
-    import requests
-
-    with classroom.running_hub() as hub:
-        teacher = requests.Session()
-        _signup(teacher, hub, "teacher", TEACHER_PW)
-        r = _login(teacher, hub, "teacher", TEACHER_PW)
-        assert r.status_code == 302 and _logged_in(teacher, hub)
-        hub.teacher, hub.login_cookies = teacher, r.raw.headers.getlist("Set-Cookie")
-        hub.tokens = {}
-        for name in ("alice", "bob"):
-            hub.create_student(name)
-            hub.tokens[name] = hub.token_for(name)
-            hub.start_server(name)
-        yield hub
-        classroom.stop_hub(hub)
-        prefix, state = hub.prefix, hub.state
-        uids = [pw.pw_uid for pw in classroom.users_with_prefix(prefix)]
-    # running_hub removed the system users; nothing of the class may be left
-    assert not classroom.users_with_prefix(prefix), "system users left behind"
-    assert not [p.pid for uid in uids for p in classroom.processes_of(uid)]
-    shutil.rmtree(state, ignore_errors=True)  # the archive of deleted homes with it
 
 
 SUBSCRIBER = textwrap.dedent(
@@ -236,7 +127,7 @@ def test_a_cache_planted_in_tmp_is_never_used(red):
     alice, bob = red.system_user("alice"), red.system_user("bob")
     home_b = Path(pwd.getpwnam(bob).pw_dir)
     planted = Path("/tmp", f"torchinductor_{bob}")
-    r = _run_as(alice, "sh", "-c", f"mkdir -p {planted} && chmod 0777 {planted}")
+    r = run_as(alice, "sh", "-c", f"mkdir -p {planted} && chmod 0777 {planted}")
     assert r.returncode == 0, r.stderr
     try:
         with red.server("bob", red.tokens["bob"]).kernel() as k:
@@ -261,16 +152,17 @@ def test_no_student_can_read_the_solutions(red, classroom):
     home_a = pwd.getpwnam(alice).pw_dir
     # what the hub gives a student (other users' own copies elsewhere are not the hub's)
     places = [home_a, str(classroom.CHAPTER), str(classroom.HUB_VENV)]
-    r = _run_as(alice, "find", *places, "-iname", "*solutions*.ipynb", "-readable")
+    r = run_as(alice, "find", *places, "-iname", "*solutions*.ipynb", "-readable")
     found = r.stdout.split()
     print(f"\nsolutions readable by {alice} in {places}: {found}")
     assert found == []
     copied = sorted(p.name for p in Path(home_a, "attention-lab").iterdir())
     assert copied and not [n for n in copied if "solutions" in n]
-    # the teacher's checkout: on this machine it is readable by everyone, and the hub says so
+    # the teacher's checkout: private (the hub refuses to start otherwise, and the session
+    # fixture made it so, as hub/README.md tells a teacher; test_hub_redteam2.py shows the
+    # refusal)
     repo_solutions = REPO / "notebooks" / "exercises_solutions.ipynb"
-    if _run_as(alice, "test", "-r", str(repo_solutions)).returncode == 0:
-        assert "WARNING" in red.log_path.read_text() and str(REPO) in red.log_path.read_text()
+    assert run_as(alice, "test", "-r", str(repo_solutions)).returncode != 0
 
 
 def test_no_process_outlives_the_students_server(red, classroom):
@@ -285,7 +177,7 @@ def test_no_process_outlives_the_students_server(red, classroom):
         )
         assert out["stdout"].strip().isdigit()
     red.stop_server("bob")
-    left = _wait_no_processes(classroom, uid)
+    left = wait_no_processes(classroom, uid)
     print(f"\nafter bob's server stopped, his processes: {left}")
     assert left == []
     # nothing of bob's runs: his system user can be removed
@@ -298,21 +190,21 @@ def test_a_get_with_the_teachers_cookie_changes_nothing(red):
 
     teacher = red.teacher
     for name in ("carla", "emma"):
-        _signup(requests.Session(), red, name)
-    assert _approved(teacher, red, "carla") is False and _approved(teacher, red, "emma") is False
+        signup(requests.Session(), red, name)
+    assert approved(teacher, red, "carla") is False and approved(teacher, red, "emma") is False
     # what an <img src=...> in any page the teacher opens would request
     for path in ("authorize/carla", "discard/emma"):
         r = teacher.get(f"{red.url}/hub/{path}", allow_redirects=False, timeout=60)
         print(f"\nGET /hub/{path} with the teacher's cookie: {r.status_code}")
-    assert _approved(teacher, red, "carla") is False, "a GET approved carla"
-    assert _approved(teacher, red, "emma") is False, "a GET discarded emma"
+    assert approved(teacher, red, "carla") is False, "a GET approved carla"
+    assert approved(teacher, red, "emma") is False, "a GET discarded emma"
     # a POST without the XSRF token is refused too; the teacher's form works
     r = teacher.post(f"{red.url}/hub/authorize/carla", allow_redirects=False, timeout=60)
-    assert r.status_code == 403 and _approved(teacher, red, "carla") is False
-    _teacher_button(teacher, red, "authorize", "carla")
-    assert _approved(teacher, red, "carla") is True
-    _teacher_button(teacher, red, "discard", "emma")
-    assert _approved(teacher, red, "emma") is None
+    assert r.status_code == 403 and approved(teacher, red, "carla") is False
+    teacher_button(teacher, red, "authorize", "carla")
+    assert approved(teacher, red, "carla") is True
+    teacher_button(teacher, red, "discard", "emma")
+    assert approved(teacher, red, "emma") is None
     login = [c for c in red.login_cookies if c.startswith("jupyterhub-hub-login=")]
     print(f"login cookie: {login}")
     assert login and all("samesite=lax" in c.lower() for c in login)
@@ -322,46 +214,39 @@ def test_nobody_can_lock_the_teacher_out(red):
     import requests
 
     def wrong(i: int) -> int:
-        return _login(requests.Session(), red, "teacher", f"not-the-password-{i}").status_code
-
-    def health(n: int) -> list[float]:
-        """/hub/health's latency, from another process (curl), n times 50 ms apart."""
-        loop = f"for i in $(seq {n}); do curl -s -o /dev/null -w '%{{time_total}} ' "
-        loop += f"{red.url}/hub/health; sleep 0.05; done"
-        out = subprocess.run(["bash", "-c", loop], capture_output=True, text=True).stdout
-        return [float(x) for x in out.split()]
+        return login(requests.Session(), red, "teacher", f"not-the-password-{i}").status_code
 
     with ThreadPoolExecutor(21) as pool:
-        during = pool.submit(health, 40)
+        during = pool.submit(health, red, 40)
         attempts = [pool.submit(wrong, i) for i in range(20)]
         assert all(a.result() == 200 for a in attempts)  # the login page, refused
         slowest = max(during.result())
     print(f"\n20 wrong passwords for teacher at once; /hub/health answered within {slowest:.3f} s")
     s = requests.Session()
-    r = _login(s, red, "teacher", TEACHER_PW)
-    assert r.status_code == 302 and _logged_in(s, red), "the teacher is locked out"
+    r = login(s, red, "teacher", TEACHER_PW)
+    assert r.status_code == 302 and logged_in(s, red), "the teacher is locked out"
 
 
 def test_one_message_for_every_refused_login(red):
     import requests
 
-    _signup(requests.Session(), red, "mallory")  # waits for approval
-    _signup(requests.Session(), red, "dora")
-    _teacher_button(red.teacher, red, "authorize", "dora")
+    signup(requests.Session(), red, "mallory")  # waits for approval
+    signup(requests.Session(), red, "dora")
+    teacher_button(red.teacher, red, "authorize", "dora")
     messages = {}
     s = requests.Session()
-    messages["pending, right password"] = _login(s, red, "mallory", GOOD).text
-    messages["wrong password"] = _login(s, red, "mallory", GOOD + "x").text
-    messages["no such user"] = _login(s, red, "nobody-here", GOOD).text
+    messages["pending, right password"] = login(s, red, "mallory", GOOD).text
+    messages["wrong password"] = login(s, red, "mallory", GOOD + "x").text
+    messages["no such user"] = login(s, red, "nobody-here", GOOD).text
     for i in range(6):
-        _login(s, red, "dora", f"wrong-{i}")
-    messages["locked"] = _login(s, red, "dora", GOOD).text
+        login(s, red, "dora", f"wrong-{i}")
+    messages["locked"] = login(s, red, "dora", GOOD).text
     errors = {
         k: re.findall(r'<p class="login_error">\s*(.*?)\s*</p>', v, re.S)
         for k, v in messages.items()
     }
     print(f"\nthe login page's message: {errors}")
-    assert not _logged_in(s, red)
+    assert not logged_in(s, red)
     assert len({tuple(e) for e in errors.values()}) == 1 and errors["wrong password"]
 
 
@@ -369,16 +254,16 @@ def test_unapproving_a_student_ends_her_access(red, classroom):
     import requests
 
     teacher, carol = red.teacher, requests.Session()
-    _signup(carol, red, "carol")
-    _teacher_button(teacher, red, "authorize", "carol")
-    r = _login(carol, red, "carol", GOOD)
-    assert r.status_code == 302 and _logged_in(carol, red)
+    signup(carol, red, "carol")
+    teacher_button(teacher, red, "authorize", "carol")
+    r = login(carol, red, "carol", GOOD)
+    assert r.status_code == 302 and logged_in(carol, red)
     token = red.token_for("carol")
     red.start_server("carol")
     uid = pwd.getpwnam(red.system_user("carol")).pw_uid
 
-    _teacher_button(teacher, red, "authorize", "carol")  # un-approve
-    assert _approved(teacher, red, "carol") is False
+    teacher_button(teacher, red, "authorize", "carol")  # un-approve
+    assert approved(teacher, red, "carol") is False
     time.sleep(2)
     by_token = red.api("GET", "/user", token=token).status_code
     by_cookie = carol.get(f"{red.url}/hub/api/user", timeout=60).status_code
@@ -390,7 +275,7 @@ def test_unapproving_a_student_ends_her_access(red, classroom):
         timeout=60,
     ).status_code
     servers = red.api("GET", "/users/carol").json().get("servers", {})
-    left = _wait_no_processes(classroom, uid, timeout=20)
+    left = wait_no_processes(classroom, uid, timeout=20)
     print(
         f"\nafter un-approval: token -> {by_token}, cookie -> {by_cookie}, "
         f"new token -> {mint}, servers {list(servers)}, processes {left}"
@@ -411,9 +296,9 @@ def test_a_reused_name_starts_with_an_empty_home(red):
     assert r.status_code == 204, r.text
 
     newcomer = requests.Session()
-    assert "sent to the admin" in _signup(newcomer, red, "dave").text
-    _teacher_button(red.teacher, red, "authorize", "dave")
-    assert _login(newcomer, red, "dave", GOOD).status_code == 302
+    assert "sent to the admin" in signup(newcomer, red, "dave").text
+    teacher_button(red.teacher, red, "authorize", "dave")
+    assert login(newcomer, red, "dave", GOOD).status_code == 302
     token = red.token_for("dave")
     red.start_server("dave")
     home = Path(pwd.getpwnam(red.system_user("dave")).pw_dir)

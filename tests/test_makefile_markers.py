@@ -19,7 +19,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HUB_FILES = ["tests/test_hub.py", "tests/test_hub_redteam.py", "tests/test_hub_grading.py"]
+HUB_FILES = [
+    "tests/test_hub.py",
+    "tests/test_hub_redteam.py",
+    "tests/test_hub_redteam2.py",
+    "tests/test_hub_grading.py",
+]
 
 pytestmark = pytest.mark.slow
 

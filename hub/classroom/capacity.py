@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None, log=print) -> int:
     chapter = classroom.CHAPTER
     names_given = [Path(n).name for n in args.notebooks or []]
     notebooks = [chapter / n for n in names_given] or sorted(chapter.glob("*.ipynb"))
-    with classroom.running_hub(prefix="alab-cap-") as hub:
+    with classroom.private_checkout(), classroom.running_hub(prefix="alab-cap-") as hub:
         names = [f"c{i}" for i in range(1, max([1, *args.concurrent]) + 1)]
         for name in names:
             hub.create_student(name)

@@ -14,11 +14,15 @@ Runs as root only (the hub starts each server as the student's own system user).
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import pwd
 import secrets
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -31,6 +35,8 @@ from kernel_client import Server  # hub/classroom/kernel_client.py, beside this 
 
 REPO = Path(__file__).resolve().parents[2]
 HUB_DIR = REPO / "hub"
+ADMIN = "teacher"
+ADMIN_PASSWORD = "teacher-pass-42"  # the private test hubs' admin (make hub-admin sets it)
 HUB_VENV = Path(os.environ.get("HUB_VENV", "/opt/attention-lab-hub/venv"))
 CHAPTER = HUB_VENV.parent / "chapter"  # what a first spawn copies (tools/hub_env.sh)
 
@@ -61,6 +67,52 @@ def processes_of(uid: int) -> list:
     return out
 
 
+@contextmanager
+def private_checkout(path: Path = REPO) -> Iterator[None]:
+    """``chmod o-rwx`` on the checkout while a private hub runs from it (the tests,
+    capacity.py), as hub/README.md tells a teacher: the hub refuses to start while students
+    could read the solutions in it. Its mode is restored after; several runs at once share
+    it, and the last one to end restores the mode (the holders and the first mode are kept
+    in a file under a lock)."""
+    record = Path(tempfile.gettempdir(), "attention-lab-private-checkout.json")
+
+    def update(change) -> None:
+        with open(record.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = json.loads(record.read_text()) if record.exists() else {"holders": []}
+            data["holders"] = [p for p in data["holders"] if _alive(p)]
+            change(data)
+            if data["holders"]:
+                record.write_text(json.dumps(data))
+            else:
+                record.unlink(missing_ok=True)
+
+    def enter(data) -> None:
+        if not data["holders"]:  # (a mode left by a run that died is the one to restore)
+            data.setdefault("mode", stat.S_IMODE(path.stat().st_mode))
+            os.chmod(path, stat.S_IMODE(path.stat().st_mode) & ~0o007)
+        data["holders"].append(os.getpid())
+
+    def leave(data) -> None:
+        data["holders"] = [p for p in data["holders"] if p != os.getpid()]
+        if not data["holders"] and "mode" in data:
+            os.chmod(path, data["mode"])
+
+    update(enter)
+    try:
+        yield
+    finally:
+        update(leave)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
 @dataclass
 class Hub:
     """A running hub: its public URL, the admin service's token and the user prefix."""
@@ -71,6 +123,7 @@ class Hub:
     proc: subprocess.Popen
     state: Path
     log_path: Path
+    admin_password: str = ADMIN_PASSWORD
     students: list[str] = field(default_factory=list)
 
     # --- REST API
@@ -148,12 +201,42 @@ def _wait_http(url: str, proc: subprocess.Popen, log_path: Path, timeout: float)
     raise TimeoutError(f"the hub did not answer at {url} within {timeout} s")
 
 
+def set_admin_password(state: Path, password: str, env: dict) -> None:
+    """What `make hub-admin` does: the admin's password in the hub's database, before the
+    hub starts (the hub refuses to start without it)."""
+    subprocess.run(
+        [str(HUB_VENV / "bin" / "python"), str(HUB_DIR / "classroom_hub.py"), "admin-password",
+         "--password-stdin"],
+        input=password + "\n", text=True, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _sign_up_admin(hub: Hub) -> None:
+    """A hub from before `make hub-admin` (ATTENTION_LAB_HUB_DIR pointing to an older copy):
+    its admin is whoever signs up first under the admin's name, as its guide said to do."""
+    import re
+
+    import requests
+
+    s = requests.Session()
+    page = s.get(f"{hub.url}/hub/signup", timeout=60).text
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page).group(1)
+    data = {"username": ADMIN, "signup_password": hub.admin_password, "_xsrf": xsrf}
+    data["signup_password_confirmation"] = hub.admin_password
+    s.post(f"{hub.url}/hub/signup", data=data, timeout=60)
+
+
 @contextmanager
 def running_hub(
-    prefix: str | None = None, env: dict | None = None, keep_users: bool = False
+    prefix: str | None = None,
+    env: dict | None = None,
+    keep_users: bool = False,
+    admin_password: str | None = ADMIN_PASSWORD,
 ) -> Iterator[Hub]:
     """Start hub/jupyterhub_config.py on free ports with its own state folder and user
-    prefix; on exit stop it and delete every system user it created (and their homes)."""
+    prefix, its admin's password set first (``admin_password``; None: no admin password,
+    and the hub refuses to start); on exit stop it, delete every system user it created
+    (and their homes) and its state folder."""
     prefix = prefix or f"alab-test-{secrets.token_hex(2)}-"
     state = Path(tempfile.mkdtemp(prefix="attention-lab-hub-"))
     port = free_port()
@@ -170,6 +253,9 @@ def running_hub(
         **(env or {}),
     )
     log_path = state / "hub.log"
+    admin_command = "admin-password" in (HUB_DIR / "classroom_hub.py").read_text()
+    if admin_password and admin_command:
+        set_admin_password(state, admin_password, hub_env)
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             [str(HUB_VENV / "bin" / "jupyterhub"), "-f", str(HUB_DIR / "jupyterhub_config.py")],
@@ -180,13 +266,17 @@ def running_hub(
             start_new_session=True,
         )
     hub = Hub(f"http://127.0.0.1:{port}", token, prefix, proc, state, log_path)
+    hub.admin_password = admin_password or ""
     try:
         _wait_http(f"{hub.url}/hub/api", proc, log_path, 90)
+        if admin_password and not admin_command:
+            _sign_up_admin(hub)
         yield hub
     finally:
         stop_hub(hub)
         if not keep_users:
             remove_users(prefix)
+            shutil.rmtree(state, ignore_errors=True)
 
 
 def stop_hub(hub: Hub, timeout: float = 60) -> None:
@@ -205,7 +295,8 @@ def users_with_prefix(prefix: str) -> list[pwd.struct_passwd]:
 
 
 def remove_users(prefix: str) -> None:
-    """Kill what is left of each user's processes (by pid) and userdel -r them."""
+    """Kill what is left of each user's processes (by pid), unmount their home if the hub
+    left it mounted, and userdel -r them."""
     import psutil
 
     for pw in users_with_prefix(prefix):
@@ -215,5 +306,7 @@ def remove_users(prefix: str) -> None:
             except psutil.Error:
                 pass
         psutil.wait_procs(processes_of(pw.pw_uid), timeout=10)
+        if os.path.ismount(pw.pw_dir):
+            subprocess.run(["umount", "--lazy", pw.pw_dir], capture_output=True)
         subprocess.run(["userdel", "--remove", pw.pw_name], capture_output=True)
         subprocess.run(["groupdel", pw.pw_name], capture_output=True)

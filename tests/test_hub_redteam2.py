@@ -1,0 +1,525 @@
+"""The second red team against the classroom hub (issue 38, attacks 6-11), on the hub of the
+first round (the session fixture ``red``, tests/hub_helpers.py: the teacher logged in, alice
+and bob created by the teacher's script, a memory limit of 1 GiB and homes of 256 MiB).
+Each test acts as the attacker did; each attack worked on the hub before issue 38 and must
+now be refused:
+
+- 5 (the hub's half): a checkout and a course folder that every user can read: the hub
+  refuses to start, naming each path that holds solutions, grades or submissions and the
+  command that fixes it;
+- 6: a stranger signs up under the name of alice, a student the teacher's script created
+  through the API: refused, and alice's token keeps working; a sign-up that waits blocks
+  the API from creating a user under its name until the teacher has decided;
+- 7: a logged-in student posts 50 wrong old passwords to /hub/change-password at once: the
+  page locks out like the login page, and bcrypt never runs in the hub's event loop;
+- 8: a flood of sign-ups from one address (forging X-Real-Ip and X-Forwarded-For) and from
+  several: at most 3 wait per address and 12 in all, and the teacher's login is not queued
+  behind the flood's passwords;
+- 9: a student signs up under the admin's name before the teacher: the hub does not start
+  without the admin's password, and a sign-up under that name, in any case, is refused;
+- 10: a kernel allocates and touches 1.5 GiB under a 1 GiB limit: it gets a MemoryError or
+  is killed, and a classmate's (cleo's) kernel keeps its state; where cgroups are not
+  writable, RLIMIT_AS stops a process that asks for more;
+- 11: a kernel writes 304 MiB into a 256 MiB home: the write fails for that student only;
+  deleting a student unmounts the home and archives its image.
+
+ATTENTION_LAB_HUB_DIR runs them against another hub folder (a copy of `git show
+<commit>:hub/...`, to see an attack work there); ATTENTION_LAB_REDTEAM_REFRESH_WAIT sets how
+long attack 6 waits for the hub to check alice's access again (3 s; 32 s for a hub that
+checks every 30 s).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from hub_helpers import (
+    GOOD,
+    TEACHER,
+    TEACHER_PW,
+    approved,
+    health,
+    logged_in,
+    login,
+    signup,
+    teacher_button,
+    xsrf,
+)
+
+pytestmark = pytest.mark.hub  # a real hub, real system users: only `make test-hub`
+
+REFRESH_WAIT = float(os.environ.get("ATTENTION_LAB_REDTEAM_REFRESH_WAIT", "3"))
+IN_THE_LOOP = "called in the hub's event loop"
+TAKEN = "already in use"
+
+
+@pytest.fixture(scope="module")
+def cleo(red):
+    """A classmate created by the teacher's script for this round, her server running (the
+    first round deleted bob's system user)."""
+    red.create_student("cleo")
+    red.tokens["cleo"] = red.token_for("cleo")
+    red.start_server("cleo")
+    return red.server("cleo", red.tokens["cleo"])
+
+
+def _alert(page: str) -> str:
+    """The message of a NativeAuthenticator page (sign-up, change of password)."""
+    found = re.findall(r'<div class="alert[^"]*"[^>]*>(.*?)</div>', page, re.S)
+    return " ".join(re.sub(r"<[^>]+>", " ", " ".join(found)).split())
+
+
+def _session_from(address: str):
+    """A requests session whose connections leave from ``address`` (127.0.0.x: another
+    client of the hub, as its proxy sees it)."""
+    import requests
+    from requests.adapters import HTTPAdapter
+
+    class FromAddress(HTTPAdapter):
+        def init_poolmanager(self, *args, **kwargs):
+            kwargs["source_address"] = (address, 0)
+            super().init_poolmanager(*args, **kwargs)
+
+    s = requests.Session()
+    s.mount("http://", FromAddress())
+    return s
+
+
+# --- 5, the hub's half: nothing that holds solutions, grades or submissions is readable --------
+
+
+def test_5_the_hub_refuses_to_start_while_students_could_read_the_course(classroom, monkeypatch):
+    # a teacher's checkout and course folder as `git clone` and nbgrader leave them: every
+    # folder 0755, every file 0644 (the hub's own folder copied into the checkout)
+    top = Path(tempfile.mkdtemp(prefix="attention-lab-readable-"))
+    try:
+        os.chmod(top, 0o755)
+        checkout, course = top / "checkout", top / "course"
+        shutil.copytree(classroom.HUB_DIR, checkout / "hub", ignore=shutil.ignore_patterns("node*"))
+        (checkout / "hub" / "node_modules").symlink_to(classroom.HUB_DIR / "node_modules")
+        solutions = checkout / "notebooks" / "zh-CN" / "exercises_solutions.ipynb"
+        solutions.parent.mkdir(parents=True)
+        solutions.write_text("{}")
+        secrets = [solutions, course, *(course / n for n in ("source", "submitted", "autograded"))]
+        secrets += [course / "feedback", course / "gradebook.db"]
+        for folder in secrets[1:-1]:
+            folder.mkdir(parents=True, exist_ok=True)
+        secrets[-1].write_bytes(b"SQLite format 3\0")
+        for path in [top, *top.rglob("*")]:
+            if not path.is_symlink():
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        monkeypatch.setattr(classroom, "HUB_DIR", checkout / "hub")
+        env = {"ATTENTION_LAB_COURSE": str(course)}
+
+        with pytest.raises(RuntimeError) as refused:  # (its first check: no admin needed)
+            with classroom.running_hub(env=env, admin_password=None):
+                pass
+        message = str(refused.value)
+        print(f"\nthe hub with a readable checkout and course folder: {message[-1500:]}")
+        for path in secrets:
+            assert f"  {path}\n      fix: chmod o-rwx {path}" in message, path
+        assert f"chmod o-rwx {checkout} (" in message  # the whole checkout at once
+        # the commands it names are enough: the hub gets past this check (to the next one,
+        # the admin's password, which this start leaves out)
+        for path in (checkout, course):
+            os.chmod(path, 0o750)
+        with pytest.raises(RuntimeError) as next_check:
+            with classroom.running_hub(env=env, admin_password=None):
+                pass
+        assert "the admin, teacher, has no password" in str(next_check.value)
+        assert "can read what holds solutions" not in str(next_check.value)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+# --- 6: a name is one person -----------------------------------------------------------------
+
+
+def test_6_a_stranger_cannot_squat_a_student_the_teacher_created(red):
+    import requests
+
+    # alice: created by the teacher's script, no sign-up of her own; a private file
+    alice = red.server("alice", red.tokens["alice"])
+    assert alice.put_text("private.txt", "alice's own notes").status_code in (200, 201)
+    assert red.api("GET", "/user", token=red.tokens["alice"]).status_code == 200
+
+    stranger = requests.Session()
+    said = {name: _alert(signup(stranger, red, name).text) for name in ("alice", "Alice")}
+    time.sleep(REFRESH_WAIT)  # the hub checks alice's access again
+    token_after = red.api("GET", "/user", token=red.tokens["alice"]).status_code
+    # the teacher sees a sign-up under a familiar name waiting, and approves it
+    waiting = approved(red.teacher, red, "alice")
+    read = None
+    if waiting is False:
+        teacher_button(red.teacher, red, "authorize", "alice")
+        if login(stranger, red, "alice", GOOD).status_code == 302:
+            # as a browser: alice's lab page (the server's own login, through the hub's
+            # OAuth), then her file
+            lab = stranger.get(f"{red.url}/user/alice/lab", timeout=120).status_code
+            r = stranger.get(f"{red.url}/user/alice/api/contents/private.txt", timeout=60)
+            read = (lab, r.status_code, r.json().get("content") if r.status_code == 200 else None)
+    print(
+        f"\nattack 6: the stranger's sign-ups {said}; alice's token after {REFRESH_WAIT:.0f} s: "
+        f"{token_after}; on /hub/authorize: {waiting}; the stranger's lab page, file: {read}"
+    )
+    assert all(TAKEN in message for message in said.values()), said
+    assert waiting is None, "a sign-up under alice's name waits for approval"
+    assert token_after == 200, "alice was locked out by a stranger's sign-up"
+    assert read is None
+
+
+def test_6_the_api_cannot_create_a_user_over_a_waiting_signup(red):
+    import requests
+
+    assert "sent to the admin" in _alert(signup(requests.Session(), red, "gina").text)
+    created = red.api("POST", "/users/gina")
+    still_waiting = approved(red.teacher, red, "gina")
+    print(f"\nPOST /users/gina while gina's sign-up waits: {created.status_code} {created.text}")
+    assert created.status_code == 400 and still_waiting is False
+    assert "waits for approval" in red.log_path.read_text()
+    # the teacher decides: a stranger's sign-up is discarded, then the script's user is made
+    teacher_button(red.teacher, red, "discard", "gina")
+    assert red.api("POST", "/users/gina").status_code == 201
+    assert TAKEN in _alert(signup(requests.Session(), red, "gina").text)
+
+
+# --- 7: nothing a student sends blocks the hub -----------------------------------------------
+
+
+def _change_password(browser, token: str, hub, old: str, new: str) -> str:
+    """/hub/change-password's form, posted with the cookies of ``browser`` (a session
+    logged in) and the form's XSRF token: the page's message."""
+    import requests
+
+    s = requests.Session()
+    s.cookies.update(browser.cookies)
+    url = f"{hub.url}/hub/change-password"
+    data = {"old_password": old, "new_password": new, "new_password_confirmation": new}
+    r = s.post(url, data=dict(data, _xsrf=token), timeout=120, allow_redirects=False)
+    assert r.status_code == 200, (r.status_code, r.text[:300])
+    return _alert(r.text)
+
+
+def test_7_a_burst_of_wrong_old_passwords(red):
+    import requests
+
+    hana = requests.Session()
+    signup(hana, red, "hana")
+    teacher_button(red.teacher, red, "authorize", "hana")
+    assert login(hana, red, "hana", GOOD).status_code == 302
+    token = xsrf(hana, f"{red.url}/hub/change-password")  # the form, as a browser has it
+
+    before = health(red, 10)
+    with ThreadPoolExecutor(51) as pool:
+        during = pool.submit(health, red, 40)
+        burst = [
+            pool.submit(_change_password, hana, token, red, f"wrong-{i}", "new-pass-4242")
+            for i in range(50)
+        ]
+        answers = [b.result() for b in burst]
+        latencies = during.result()
+    # hana's own right password, right after the burst
+    after = _change_password(hana, token, red, GOOD, "new-pass-4242")
+    # the teacher changes hana's password on the admin's page (its hash is off the loop too)
+    url = f"{red.url}/hub/change-password/hana"
+    fields = {"new_password": "teacher-set-4242", "new_password_confirmation": "teacher-set-4242"}
+    r = red.teacher.post(url, data=dict(fields, _xsrf=xsrf(red.teacher, url)), timeout=60)
+    by_teacher = _alert(r.text)
+    print(
+        f"\nattack 7: 50 wrong old passwords at once: {len(set(answers))} distinct answers; "
+        f"/hub/health before: median {statistics.median(before):.3f} s; during: median "
+        f"{statistics.median(latencies):.3f} s, max {max(latencies):.3f} s; then the right old "
+        f"password: {after!r}; the teacher's change: {by_teacher!r}"
+    )
+    assert all("incorrect" in a for a in answers)
+    assert "incorrect" in after, "50 wrong old passwords and the next guess is still checked"
+    assert "changed successfully" in by_teacher
+    assert login(requests.Session(), red, "hana", "teacher-set-4242").status_code == 302
+    assert IN_THE_LOOP not in red.log_path.read_text()
+
+
+# --- 8: a sign-up flood ----------------------------------------------------------------------
+
+
+def _flood_signup(url: str, address: str, names: list[str], forged: bool) -> list:
+    """Sign up ``names`` at once from ``address``, each with the page's XSRF token (forging
+    X-Real-Ip and X-Forwarded-For, a new address each, if ``forged``: the hub's server
+    takes X-Real-Ip as the client's address, its anonymous XSRF token too): (name, status,
+    message, the monotonic time of the answer) each."""
+
+    def one(i: int, name: str):
+        s = _session_from(address)
+        if forged:
+            s.headers.update({"X-Real-Ip": f"10.0.{i}.1", "X-Forwarded-For": f"10.1.{i}.1"})
+        data = {"username": name, "signup_password": GOOD}
+        data["signup_password_confirmation"] = GOOD
+        data["_xsrf"] = xsrf(s, f"{url}/hub/signup")
+        r = s.post(f"{url}/hub/signup", data=data, timeout=300)
+        return name, r.status_code, _alert(r.text), time.monotonic()
+
+    with ThreadPoolExecutor(len(names)) as pool:
+        return list(pool.map(one, range(len(names)), names))
+
+
+def test_8_a_flood_of_signups(red):
+    import requests
+
+    def teacher_login() -> tuple[float, float]:
+        t = time.monotonic()
+        r = login(requests.Session(), red, TEACHER, TEACHER_PW)
+        assert r.status_code == 302
+        return time.monotonic() - t, time.monotonic()
+
+    alone = statistics.median(teacher_login()[0] for _ in range(3))
+    waves = [("127.0.0.8", [f"flood{i}" for i in range(30)], True)]
+    waves += [(f"127.0.0.{9 + k}", [f"wave{k}x{i}" for i in range(3)], False) for k in range(6)]
+    with ThreadPoolExecutor(len(waves) + 1) as pool:
+        floods = [pool.submit(_flood_signup, red.url, *wave) for wave in waves]
+        time.sleep(0.3)  # the flood is in; the teacher logs in
+        took, teacher_done = teacher_login()
+        answers = {wave[0]: f.result() for wave, f in zip(waves, floods)}
+    accepted = {
+        a: [n for n, _, m, _ in got if "sent to the admin" in m] for a, got in answers.items()
+    }
+    later = [t for got in answers.values() for n, _, m, t in got if "sent to the admin" in m]
+    later = [t for t in later if t > teacher_done]
+    statuses = sorted({code for got in answers.values() for _, code, _, _ in got})
+    page = red.teacher.get(f"{red.url}/hub/authorize", timeout=60).text
+    waiting = len(re.findall(r"<td>No</td>", page))
+    print(
+        f"\nattack 8: sign-ups accepted per address {[len(v) for v in accepted.values()]} of "
+        f"{[len(w[1]) for w in waves]} (the first forging X-Real-Ip/X-Forwarded-For); "
+        f"waiting in all: {waiting}; the teacher's login: {alone:.2f} s alone, {took:.2f} s "
+        f"in the flood, with {len(later)} of the {sum(map(len, accepted.values()))} accepted "
+        f"sign-ups answered after it; HTTP statuses {statuses}"
+    )
+    assert all(len(v) <= 3 for v in accepted.values()), accepted
+    assert waiting <= 12
+    # the teacher's login has a worker of its own: not queued behind the flood's hashes
+    assert len(later) >= sum(map(len, accepted.values())) // 2
+    refused = [m for got in answers.values() for _, _, m, _ in got if "sent to the admin" not in m]
+    assert statuses == [200] and refused and all("Too many sign-ups" in m for m in refused)
+
+
+# --- 9: the admin's name ---------------------------------------------------------------------
+
+
+def test_9_nobody_becomes_the_admin_by_signing_up_first(red, classroom):
+    import requests
+
+    # the hub as started right after installing, before the teacher has done anything
+    try:
+        with classroom.running_hub(admin_password=None) as fresh:
+            first = requests.Session()
+            said = _alert(signup(first, fresh, "Teacher").text)
+            login(first, fresh, "teacher", GOOD)
+            admin = first.get(f"{fresh.url}/hub/api/users", timeout=60).status_code
+        refusal = None
+    except RuntimeError as e:  # the hub exited
+        said, admin, refusal = None, None, str(e)
+    print(f"\nattack 9: a hub with no admin password: {refusal or 'started'}; "
+          f"a student's sign-up as Teacher: {said!r}, then /hub/api/users: {admin}")  # fmt: skip
+    assert refusal is not None and "make hub-admin" in refusal, "the hub started with no admin"
+    assert "refusing to start: the admin, teacher, has no password" in refusal
+
+    # the hub as the teacher starts it: their password set before it listened
+    for name in ("teacher", "Teacher", "TEACHER"):
+        s = requests.Session()
+        assert TAKEN in _alert(signup(s, red, name).text), name
+        assert login(s, red, name, GOOD).status_code == 200 and not logged_in(s, red)
+    assert login(requests.Session(), red, TEACHER, TEACHER_PW).status_code == 302
+
+
+# --- 10: memory ------------------------------------------------------------------------------
+
+ALLOCATE = """
+blocks = []
+for i in range({mib} // 64):  # 64 MiB at a time, every page touched
+    blocks.append(bytearray(64 * 2**20))
+    blocks[-1][::4096] = b"x" * len(blocks[-1][::4096])
+print("touched", 64 * len(blocks), "MiB")
+"""
+
+
+def test_10_a_kernel_cannot_take_more_than_its_memory_limit(red, cleo, classroom):
+    import psutil
+
+    alice = red.server("alice", red.tokens["alice"])
+    uid = pwd.getpwnam(red.system_user("alice")).pw_uid
+    with cleo.kernel() as kb, alice.kernel() as ka:
+        kb.execute("x = 41")
+        cleo_pid = kb.execute("import os; print(os.getpid())")["stdout"].strip()
+        alice_pid = int(ka.execute("import os; print(os.getpid())")["stdout"])
+        result = {}
+
+        def allocate():
+            try:
+                result["out"] = ka.execute(ALLOCATE.format(mib=1536), timeout=300)
+            except Exception as e:  # the kernel died under it: no reply comes
+                result["error"] = repr(e)
+
+        worker = threading.Thread(target=allocate)
+        worker.start()
+        while worker.is_alive() and psutil.pid_exists(alice_pid):
+            worker.join(0.2)
+        killed = not psutil.pid_exists(alice_pid)
+        if killed:
+            ka.close()  # nobody answers on this kernel's channels any more
+        worker.join(60)
+        out = result.get("out") or {}
+        cleo_after = kb.execute("print(x + 1, os.getpid())")["stdout"].split()
+    cgroup = Path(f"/sys/fs/cgroup/memory/attention-lab/{red.system_user('alice')}")
+    oom = (cgroup / "memory.oom_control").read_text().split() if cgroup.exists() else []
+    print(
+        f"\nattack 10: alice's kernel (limit 1 GiB): stdout {out.get('stdout', '').strip()!r}, "
+        f"error {out.get('error') or result.get('error')!r}, killed: {killed}; cgroup "
+        f"oom_control {oom}; cleo's kernel after: {cleo_after} (pid {cleo_pid} before)"
+    )
+    assert "touched 1536 MiB" not in out.get("stdout", ""), "1.5 GiB under a 1 GiB limit"
+    assert killed or (out.get("error") or "").startswith("MemoryError")
+    assert cleo_after == ["42", cleo_pid], "the classmate's kernel lost its state"
+    assert classroom.processes_of(uid), "alice's server went down with her kernel"
+
+
+def test_10_the_fallback_without_cgroups_limits_every_process(classroom):
+    """Where cgroups are not writable the spawner sets RLIMIT_AS (twice mem_limit: address
+    space) on every process: torch imports, and a process that asks for 3 GiB under a
+    1 GiB mem_limit gets a MemoryError (the spawner's own preexec_fn, as
+    ATTENTION_LAB_HUB_MEMORY=rlimit chooses it)."""
+    script = f"""
+import subprocess, sys, types
+sys.path.insert(0, {str(classroom.HUB_DIR)!r})
+import classroom_hub as ch
+if not hasattr(ch, "choose_memory_limiter"):
+    sys.exit("this hub has no memory limiter")
+ch.SETTINGS.prefix = ""
+ch.SETTINGS.memory, why = ch.choose_memory_limiter("rlimit")
+user = types.SimpleNamespace(name="nobody", url="/user/nobody/", id=0, orm_user=None)
+spawner = ch.ClassroomSpawner(user=user, mem_limit=1024 * 2**20)
+code = "import torch; print('torch', torch.__version__)" + {ALLOCATE.format(mib=3072)!r}
+r = subprocess.run([sys.executable, "-c", code], preexec_fn=spawner.make_preexec_fn("nobody"),
+                   capture_output=True, text=True)
+print(why, r.returncode, r.stdout.replace(chr(10), ' '), r.stderr.strip().splitlines()[-1:])
+"""
+    python = str(classroom.HUB_VENV / "bin" / "python")
+    r = subprocess.run([python, "-c", script], capture_output=True, text=True, timeout=300)
+    print(f"\nmem_limit 1 GiB, RLIMIT_AS, torch imported, 3 GiB asked for: {r.stdout.strip()}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "torch" in r.stdout and "MemoryError" in r.stdout
+    assert "touched" not in r.stdout
+
+
+# --- 11: disk --------------------------------------------------------------------------------
+
+WRITE = """
+import os
+written = 0
+try:
+    with open(os.path.expanduser("~/{name}"), "wb") as f:
+        for _ in range({mib} // 16):
+            f.write(os.urandom(16 * 2**20))
+            f.flush()
+            os.fsync(f.fileno())
+            written += 16
+    print("wrote", written, "MiB")
+except OSError as e:
+    print("stopped after", written, "MiB:", e.errno, e.strerror)
+"""
+
+
+def test_11_a_student_cannot_fill_the_disk(red, cleo):
+    alice = red.server("alice", red.tokens["alice"])
+    with alice.kernel() as ka:
+        filled = ka.execute(WRITE.format(name="big.bin", mib=304))["stdout"].strip()
+        with cleo.kernel() as kb:
+            cleo_wrote = kb.execute(WRITE.format(name="mine.bin", mib=32))["stdout"].strip()
+        ka.execute("import os; os.remove(os.path.expanduser('~/big.bin'))")
+        again = ka.execute(WRITE.format(name="small.bin", mib=16))["stdout"].strip()
+    home = pwd.getpwnam(red.system_user("alice")).pw_dir
+    df = subprocess.run(["df", "-h", "--output=size,used,target", home], capture_output=True)
+    print(
+        f"\nattack 11: alice writes 304 MiB: {filled!r}; cleo then: {cleo_wrote!r}; alice, "
+        f"after deleting it: {again!r}\n{df.stdout.decode().strip()}"
+    )
+    assert filled.startswith("stopped after") and filled.endswith("28 No space left on device")
+    assert cleo_wrote == "wrote 32 MiB" and again == "wrote 16 MiB"
+
+
+def test_11_a_deleted_students_home_is_unmounted_and_archived(red, cleo):
+    user = red.system_user("cleo")
+    home = pwd.getpwnam(user).pw_dir
+    assert os.path.ismount(home)
+    assert red.api("DELETE", "/users/cleo").status_code == 204
+    archived = sorted((red.state / "deleted").glob(f"{user}-*.img"))
+    print(f"\nafter deleting cleo: {home} mounted: {os.path.ismount(home)}; archive {archived}")
+    assert not os.path.ismount(home) and not os.path.exists(home)
+    assert len(archived) == 1
+    # the archive holds what cleo wrote (test_11_a_student_cannot_fill_the_disk's file)
+    mnt = red.state / "look"
+    mnt.mkdir()
+    subprocess.run(["mount", "-o", "loop,ro,nosuid,nodev,noexec", archived[0], mnt], check=True)
+    try:
+        assert (mnt / "mine.bin").stat().st_size == 32 * 2**20
+    finally:
+        subprocess.run(["umount", mnt], check=True)
+
+
+MIGRATE = """
+import logging, os, pwd, subprocess, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import classroom_hub as ch
+if not hasattr(ch, "mount_home"):
+    sys.exit("this hub has no disk limit")
+state = Path(tempfile.mkdtemp(prefix="attention-lab-hub-"))
+ch.SETTINGS.state, ch.SETTINGS.disk_limit, ch.SETTINGS.prefix = state, 64 * 2**20, sys.argv[2]
+name = ch.system_user("x")
+subprocess.run(["useradd", "--create-home", "--user-group", name], check=True)
+pw = pwd.getpwnam(name)
+home = Path(pw.pw_dir)
+subprocess.run(["runuser", "-u", name, "--", "sh", "-c", "cd && mkdir work && echo hi > work/a "
+                "&& ln -s /etc/shadow link"], check=True)
+files = lambda: sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+before = files()
+ch.mount_home(pw)
+print(os.path.ismount(home), before == files(), os.readlink(home / "link"),
+      os.stat(home / "work/a").st_uid == pw.pw_uid, (home / "work/a").read_text().strip())
+ch.unmount_home(home, logging.getLogger())
+print(list(home.iterdir()))
+ch.remove_system_user("x", logging.getLogger())
+print(sorted(p.suffix for p in (state / "deleted").iterdir()), os.path.exists(home))
+subprocess.run(["rm", "-rf", str(state)])
+"""
+
+
+def test_11_a_home_from_before_the_limit_moves_into_its_image(classroom):
+    """A class that ran before the disk limit: the first spawn with it copies the home's files
+    into its new image (a link stays a link, owners stay), and nothing is left under the mount
+    point; deleting the student archives the image."""
+    prefix = f"alab-test-{os.getpid() % 10000}-"
+    python = str(classroom.HUB_VENV / "bin" / "python")
+    try:
+        r = subprocess.run(
+            [python, "-c", MIGRATE, str(classroom.HUB_DIR), prefix], capture_output=True, text=True
+        )
+    finally:
+        classroom.remove_users(prefix)
+    print(f"\na home with files, then its image: {r.stdout.strip()}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split("\n") == ["True True /etc/shadow True hi", "[]", "['.img'] False", ""]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-s", "-m", "hub"]))
