@@ -118,13 +118,15 @@ def _processes_with(token: str) -> list[tuple[int, int, str]]:
 REWRITER = """
 import os, sqlite3, sys, time
 gradebook, done = sys.argv[1], sys.argv[2]
-def grading():
+course = os.path.dirname(gradebook)
+def grading():  # is an nbgrader autograde running in this course folder?
     for pid in os.listdir("/proc"):
         try:
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        if b"nbgrader" in cmd and b"autograde" in cmd:
+        if cwd == course and b"nbgrader" in cmd and b"autograde" in cmd:
             return True
     return False
 end = time.time() + 300

@@ -335,8 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         for student, (score, total) in sorted(result.scores.items()):
             record = result.graded[student]
             print(
-                f"  {student}: {score:g} / {total:g} ({record['seconds']:.0f} s, kernel as uid "
-                f"{record['uid']}, {record['killed']} processes killed after it, none left"
+                f"  {student}: {score:g} / {total:g} ({record['seconds']:.0f} s, "
+                f"{record.get('peak_mib', 0)} MiB at most, kernel as uid {record['uid']}, "
+                f"{record['killed']} processes killed after it, none left"
                 + (f"; stopped: {record['stopped']}" if record.get("stopped") else "")
                 + ")"
             )

@@ -137,6 +137,7 @@ class Sandbox:
         self.cgroups: list[Path] = []
         self.sealed = False
         self.killed: list[int] = []
+        self.peak = 0  # bytes: the most memory the cgroup held (read as it ends)
 
     # --- making it
     def __enter__(self) -> Sandbox:
@@ -323,6 +324,9 @@ class Sandbox:
                 "SIGKILL: this notebook's grades are not recorded; kill them and run again"
             )
         for group in self.cgroups:
+            for name in ("memory.max_usage_in_bytes", "memory.peak"):  # v1, v2
+                with contextlib.suppress(OSError, ValueError):
+                    self.peak = max(self.peak, int((group / name).read_text()))
             for _ in range(50):  # the kernel may still be reaping the last task
                 try:
                     group.rmdir()
@@ -431,6 +435,7 @@ if Execute is not None:
                 raise
             finally:
                 record.update(killed=len(set(box.killed)), seconds=time.monotonic() - start)
+                record["peak_mib"] = box.peak // MiB
                 record["sealed"] = box.sealed
                 record["left"] = processes_of(record.get("uid", -1)) if box.user else []
                 if self.report:
