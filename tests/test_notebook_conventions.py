@@ -10,6 +10,14 @@
 - The chapter keeps asking the reader to predict: no lesson has fewer predict-then-run places
   than it had when the learner's review was done (issue 19).
 - The README's time estimate is the teacher's guide's total.
+- A sentence about a sample or a picture names a feature that a cell counts and prints, so that
+  nbval holds the sentence to the output (issue 40, item 8; STYLE.md, "Claims that can fail").
+  Two checks, in both editions: a phrase of ``DESCRIBED_FEATURES`` ("names in capitals", "real
+  words", ...) needs the printed label of its feature, followed by a number, in the output of a
+  code cell at most ``DESCRIBED_WINDOW`` cells before or after it; and the prose right after a
+  cell that prints generated text (``.generate(``) quotes a number that a cell between the two
+  printed.
+- The Chinese edition's folded answers say 答案, not ``Answer``.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ PREDICT_BASELINE = {
     "08_training_copy_task": 4,  # split: its lookup, 4-or-8 and trigram predictions moved to 09;
     "09_lookup_and_heads": 3,  # 08 gained one (repeat without positions)
     "10_induction_heads": 4,
-    "11_attention_on_real_text": 3,
+    "11_attention_on_real_text": 4,  # issue 40 added the positive control's prediction
 }
 
 MATH_ALIAS = re.compile(r"d_\{?k\}?(?![a-z_])|d_\{out\}|d_\{model\}_\{head\}")
@@ -176,3 +184,128 @@ def test_what_we_built_comes_right_before_the_exercises(path):
         "exercises"
     )
     assert block[-1] == len(nb) - 2 and "[Next:" in nb[-1].source
+
+
+# ------------------------------------------------ what the prose says of a sample, counted
+EDITIONS = ENGLISH + sorted((NOTEBOOKS / "zh-CN").glob("*.ipynb"))
+DESCRIBED_WINDOW = 8
+# A phrase that characterises a sample or a picture (a regular expression, any case) -> the label
+# a cell prints, with a number after it, for the feature the phrase names. Add a row when the
+# prose gains a new kind of description; the test then holds it to a count.
+DESCRIBED_FEATURES = {
+    r"names? in capitals|speaker(?:'s|s'?) names?|a name and a colon": "a name and a colon",
+    r"real (?:english )?words|words of the training text": "words of the training text",
+    r"(?:starts?|starting) with a capital": "start with a capital",
+    r"名字(?:和|加)冒号|说话人的名字|大写的(?:说话人)?名字": "名字加冒号",
+    r"真正的(?:英语)?单词|训练文本里的词": "训练文本里的词",
+    r"以大写字母开头": "以大写字母开头",
+}
+GENERATES = re.compile(r"\.generate\(")
+PLAIN_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+
+
+def printed(cell) -> str:
+    """What a code cell printed (stdout and text/plain), '' for a markdown cell."""
+    if cell.cell_type != "code":
+        return ""
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append(out["text"])
+        elif "text/plain" in out.get("data", {}):
+            parts.append(out["data"]["text/plain"])
+    return "".join(parts)
+
+
+def unbacked_descriptions(nb_cells) -> list[str]:
+    """The prose's descriptions of samples and pictures that no printed count backs."""
+    problems = []
+    for i, cell in enumerate(nb_cells):
+        if cell.cell_type != "markdown":
+            continue
+        near = "".join(
+            printed(c) for c in nb_cells[max(0, i - DESCRIBED_WINDOW) : i + DESCRIBED_WINDOW + 1]
+        )
+        for phrase, label in DESCRIBED_FEATURES.items():
+            said = re.search(phrase, " ".join(cell.source.split()), re.IGNORECASE)
+            if said and not re.search(re.escape(label) + r"\D{0,40}\d", near):
+                problems.append(
+                    f"cell {i} says {said.group(0)!r}, but no cell near it prints {label!r} "
+                    "with a count"
+                )
+    for i, cell in enumerate(nb_cells):
+        if cell.cell_type != "code" or not GENERATES.search(cell.source) or not printed(cell):
+            continue
+        prose = [j for j in range(i + 1, len(nb_cells)) if nb_cells[j].cell_type == "markdown"]
+        after = prose[0] if prose else None
+        if after is None or nb_cells[after].source.lstrip().startswith("#"):
+            continue  # nothing describes the sample: a new section follows
+        shown = set(PLAIN_NUMBER.findall("".join(printed(c) for c in nb_cells[i:after])))
+        quoted = set(PLAIN_NUMBER.findall(CODE_SPAN.sub("", nb_cells[after].source)))
+        if not quoted & shown:
+            problems.append(
+                f"cell {after} describes the text cell {i} generated without quoting a count "
+                f"printed by cells {i}..{after - 1}"
+            )
+    return problems
+
+
+@pytest.mark.parametrize("path", EDITIONS, ids=lambda p: str(p.relative_to(NOTEBOOKS)))
+def test_what_the_prose_says_of_a_sample_is_counted_by_a_cell(path):
+    problems = unbacked_descriptions(cells(path))
+    assert not problems, f"{path.name}: " + "; ".join(problems)
+
+
+def _md(source):
+    return nbformat.v4.new_markdown_cell(source)
+
+
+def _code(source, out):
+    cell = nbformat.v4.new_code_cell(source)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=out)]
+    return cell
+
+
+SAMPLE = "\nweity, the kind. Let you ple dreade:\nAnd swear\nWith hou for set not thine\n"
+OLD_CELL_31 = (  # notebook 11's cell 31 before issue 40: the sample above it held no name
+    "Compare it with the text before training. Now there are speakers' names in capitals, each on "
+    "its own line and followed by a colon, lines of verse that start with a capital, and many real "
+    "English words, though the sentences mean nothing."
+)
+
+
+def test_the_description_check_catches_notebook_11s_old_cell_31():
+    generate = "after = model.generate(prompt, 200)\nprint(vocab.decode(after[0]))"
+    old = [_code(generate, SAMPLE), _md(OLD_CELL_31)]
+    problems = unbacked_descriptions(old)
+    assert any("speakers' names" in p for p in problems)
+    assert any("real English words" in p for p in problems)
+    assert any("start with a capital" in p for p in problems)
+    assert any("describes the text cell 0 generated" in p for p in problems)
+    counts = (
+        "lines that are a name and a colon   0/3 (0%)\n"
+        "lines that start with a capital     3/3 (100%)\n"
+        "words of the training text          9/12 (75%)\n"
+    )
+    counted = [
+        _code(generate, SAMPLE),
+        _code("print_counts({'trained': sample})", counts),
+        _md("None of its 3 lines is a name and a colon; 3 of 3 start with a capital, and 9 of "
+            "its 12 words are words of the training text."),
+    ]  # fmt: skip
+    assert unbacked_descriptions(counted) == []
+    assert unbacked_descriptions(counted[:1] + counted[2:])  # the same prose, the count gone
+
+
+@pytest.mark.parametrize(
+    "path", sorted((NOTEBOOKS / "zh-CN").glob("*.ipynb")), ids=lambda p: f"zh-CN/{p.stem}"
+)
+def test_a_chinese_answer_box_says_答案(path):
+    """The folded answer of a predict-then-run place is labelled in the reader's language
+    (issue 40: zh 11's cell 36 said `Answer`)."""
+    english = [
+        i
+        for i, c in enumerate(cells(path))
+        if c.cell_type == "markdown" and "<summary>Answer</summary>" in c.source
+    ]
+    assert not english, f"{path.name}: cells {english} say <summary>Answer</summary>, not 答案"
