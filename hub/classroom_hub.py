@@ -25,6 +25,7 @@ spawner and hooks (the config sets ``SETTINGS`` and names the classes).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import pwd
 import resource
@@ -86,8 +87,9 @@ class Settings:
     lockout_max_seconds: float = 900
     signups_per_address: int = 3  # sign-ups waiting for approval, per client address
     signups_pending: int = 100  # ... and in all
-    # client addresses of reverse proxies in front of the hub's proxy (nginx, Caddy): the
-    # address a limit counts is the last one of X-Forwarded-For that is not one of these
+    # the addresses (or networks, "10.0.0.0/8") of reverse proxies in front of the hub's
+    # proxy (nginx, Caddy, an ingress): the address a limit counts is the last one of
+    # X-Forwarded-For that is not one of these
     trusted_proxies: frozenset = frozenset()
     memory: str = "rlimit"  # "cgroup" (v1 memory controller) or "rlimit" (RLIMIT_AS)
     # RLIMIT_AS per process where cgroups are not writable, as a multiple of mem_limit:
@@ -494,9 +496,17 @@ def client_address(handler) -> str:
     address = getattr(request.connection.context, "address", None)
     peer = address[0] if isinstance(address, tuple) and address else request.remote_ip
     for candidate in reversed(chain):
-        if candidate not in SETTINGS.trusted_proxies:
+        if not _trusted(candidate):
             return candidate
     return chain[0] if chain else peer
+
+
+def _trusted(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in ipaddress.ip_network(n, strict=False) for n in SETTINGS.trusted_proxies)
 
 
 # --- approvals, logins, sign-ups, passwords --------------------------------------------------
@@ -631,10 +641,7 @@ class ChangePasswordHandler(native.ChangePasswordHandler):
         alert = "alert-danger"
         if info is None:
             message = "Your account has no password here: your teacher created it."
-        elif auth.locked(key):
-            message = WRONG_OLD
-        elif not await auth.in_signup_worker(bcrypt.checkpw, old.encode(), info.password):
-            auth.failed(key)
+        elif not auth.begin_check(key) or not await auth.checked(key, old, info.password):
             message = WRONG_OLD
         elif new != confirmation:
             message = "Your new password didn't match the confirmation. Please try again."
@@ -644,7 +651,6 @@ class ChangePasswordHandler(native.ChangePasswordHandler):
                 f"{auth.minimum_password_length} characters and is not too common."
             )
         else:
-            auth.succeeded(key)
             hashed = await auth.in_signup_worker(bcrypt.hashpw, new.encode(), bcrypt.gensalt())
             info = auth.get_user(user.name)
             info.password = hashed
@@ -720,6 +726,7 @@ class ClassroomAuthenticator(NativeAuthenticator):
                 "every sign-up here waits for the teacher, with a name and a password"
             )
         self._failures: dict[tuple, tuple[int, float]] = {}
+        self._checking: dict[tuple, int] = {}  # passwords being checked, per key
         self._started = utcnow(with_tz=False)
         # sign-ups being hashed (name -> address) and the address of each waiting sign-up
         # made since the hub started
@@ -744,6 +751,15 @@ class ClassroomAuthenticator(NativeAuthenticator):
 
     async def in_signup_worker(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._signup_worker, fn, *args)
+
+    async def checked(self, key, password: str, hashed: bytes) -> bool:
+        """An old password checked in the sign-up worker, after ``begin_check(key)``."""
+        valid = False
+        try:
+            valid = await self.in_signup_worker(bcrypt.checkpw, password.encode(), hashed)
+        finally:
+            self.end_check(key, valid)
+        return valid
 
     # --- names
     def name_is_known(self, name: str, signing_up: bool = True) -> bool:
@@ -795,11 +811,26 @@ class ClassroomAuthenticator(NativeAuthenticator):
         return super().add_user(user)
 
     # --- lock-outs, per name and address, with backoff
-    def locked(self, key) -> bool:
+    def begin_check(self, key) -> bool:
+        """Whether a password may be checked now for ``key`` (a name and an address): not
+        while it is locked, and no more checks at once than the failures it has left before
+        the lock (one at a time once it has been locked), so a burst sent at once is cut as
+        short as the same attempts one after another. ``end_check`` after each check."""
         count, until = self._failures.get(key, (0, 0.0))
-        return time.monotonic() < until
+        left = max(SETTINGS.lockout_after - count, 1)
+        if time.monotonic() < until or self._checking.get(key, 0) >= left:
+            self.log.warning("password check for %s refused unchecked: locked", key)
+            return False
+        self._checking[key] = self._checking.get(key, 0) + 1
+        return True
 
-    def failed(self, key) -> None:
+    def end_check(self, key, valid: bool) -> None:
+        self._checking[key] -= 1
+        if not self._checking[key]:
+            del self._checking[key]
+        if valid:
+            self._failures.pop(key, None)
+            return
         count, _until = self._failures.get(key, (0, 0.0))
         count += 1
         until = 0.0
@@ -808,9 +839,6 @@ class ClassroomAuthenticator(NativeAuthenticator):
             wait = min(SETTINGS.lockout_seconds * 2**doublings, SETTINGS.lockout_max_seconds)
             until = time.monotonic() + wait
         self._failures[key] = (count, until)
-
-    def succeeded(self, key) -> None:
-        self._failures.pop(key, None)
 
     async def authenticate(self, handler, data):
         username = self.normalize_username(data.get("username", ""))
@@ -822,18 +850,17 @@ class ClassroomAuthenticator(NativeAuthenticator):
         # The lock-out is per name *and* address, and an admin is never locked: a guesser
         # cannot shut the teacher out (bcrypt's cost and a worker of one bound their rate).
         key = (username, client_address(handler) if handler is not None else "")
-        if not admin and self.locked(key):
+        if not admin and not self.begin_check(key):
             return None
-        hashed = info.password
-        valid = await asyncio.get_running_loop().run_in_executor(
-            self._login_worker, bcrypt.checkpw, password.encode(), hashed
-        )
-        if not valid:
+        valid = False
+        try:
+            valid = await asyncio.get_running_loop().run_in_executor(
+                self._login_worker, bcrypt.checkpw, password.encode(), info.password
+            )
+        finally:
             if not admin:
-                self.failed(key)
-            return None
-        self.succeeded(key)
-        return username if info.is_authorized else None
+                self.end_check(key, valid)
+        return username if valid and info.is_authorized else None
 
     async def refresh_user(self, user, handler=None):
         """A student whose sign-up is no longer approved loses their cookie and tokens at the

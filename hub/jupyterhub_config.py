@@ -27,6 +27,7 @@
 #
 # Every setting below can be changed by an environment variable, so the tests run a
 # private hub on other ports with its own state folder and user prefix.
+import ipaddress
 import os
 import secrets
 import shutil
@@ -80,6 +81,15 @@ c.Spawner.cookie_options = {"samesite": "Lax"}
 # --- sign-up with approval (hub/classroom_hub.py: ClassroomAuthenticator)
 MEM_LIMIT = ByteSpecification().validate(None, env("ATTENTION_LAB_HUB_MEM_LIMIT", "2G"))
 DISK_LIMIT = ByteSpecification().validate(None, env("ATTENTION_LAB_HUB_DISK_LIMIT", "2G"))
+TRUSTED_PROXIES = env("ATTENTION_LAB_HUB_TRUSTED_PROXIES", "").split()
+for proxy in TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(proxy, strict=False)
+    except ValueError as e:
+        raise SystemExit(
+            f"jupyterhub_config.py: ATTENTION_LAB_HUB_TRUSTED_PROXIES: {e} (give addresses or "
+            "networks, space-separated, e.g. 127.0.0.1 or 10.0.0.0/8)"
+        ) from e
 classroom_hub.SETTINGS = classroom_hub.Settings(
     prefix=USER_PREFIX,
     home_base=HOME_BASE,
@@ -92,9 +102,9 @@ classroom_hub.SETTINGS = classroom_hub.Settings(
     # sign-ups that may wait for approval, from one client address and in all
     signups_per_address=int(env("ATTENTION_LAB_HUB_SIGNUPS_PER_ADDRESS", "3")),
     signups_pending=int(env("ATTENTION_LAB_HUB_SIGNUPS_PENDING", "100")),
-    # the addresses of reverse proxies in front of the hub (space-separated), so that the
-    # limits above count each client's own address, not the reverse proxy's
-    trusted_proxies=frozenset(env("ATTENTION_LAB_HUB_TRUSTED_PROXIES", "").split()),
+    # the addresses or networks of reverse proxies in front of the hub (space-separated), so
+    # that the limits above count each client's own address, not the reverse proxy's
+    trusted_proxies=frozenset(TRUSTED_PROXIES),
     disk_limit=DISK_LIMIT,
 )
 c.JupyterHub.authenticator_class = classroom_hub.ClassroomAuthenticator
