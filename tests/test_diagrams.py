@@ -14,6 +14,8 @@ import torch
 from matplotlib.colors import to_hex
 from matplotlib.patches import Rectangle
 
+from attention_lab.kv_cache import cache_bytes
+from attention_lab.published import PUBLISHED_MODELS
 from attention_lab.viz import _mpl_fast, diagrams
 from attention_lab.viz.canvas import LabFigure
 from attention_lab.viz.diagrams.roadmap import NOTEBOOKS
@@ -49,6 +51,8 @@ def render_seconds(fig) -> float:
     fig.savefig(io.BytesIO(), format="png")
     return time.process_time() - start
 
+
+PUBLISHED = {model.name: model for model in PUBLISHED_MODELS}
 
 # A regression guard, not the measurement: idle, a diagram renders in well under 0.1 s
 # (numbers in the issue-10 report); on a shared 2-core CI runner it can be many times slower.
@@ -449,6 +453,7 @@ ALL_DIAGRAMS = {
     "tiled_softmax step": lambda: diagrams.tiled_softmax(10, 4, step=1),
     "qkv_flow unscaled": lambda: diagrams.qkv_flow(6, 32, 8, scaled=False),
     "roadmap": lambda: diagrams.roadmap(highlight=4),
+    "llama_block": lambda: diagrams.llama_block(PUBLISHED["Llama 3.1 8B"]),
 }
 
 
@@ -621,3 +626,82 @@ def test_the_roadmap_fits_a_laptop_and_refuses_a_notebook_it_does_not_know(path)
         diagrams.roadmap(highlight=12)
     with pytest.raises(ValueError, match="notebook number"):
         diagrams.roadmap(highlight="04")
+
+
+# -- a Llama block (notebook 12) ---------------------------------------------------------
+
+
+def lit_gids(fig) -> set[str]:
+    from attention_lab.viz.diagrams.llama import HIGHLIGHT
+
+    return {p.get_gid() for p in fig.axes[0].patches if edge(p) == HIGHLIGHT.lower()}
+
+
+@pytest.mark.parametrize("name", ["Llama 3.1 8B", "Llama 3.1 70B", "Qwen2.5-7B", "Mistral 7B v0.1"])
+def test_the_llama_block_draws_the_models_own_head_counts_and_cache(name):
+    model = PUBLISHED[name]
+    fig = diagrams.llama_block(model)
+    shown = texts(fig)
+    H, n_kv, d, D = model.n_heads, model.n_kv_heads, model.d_head, model.d_model
+    assert f"q_proj: {D} → {H} query heads × {d}" in shown
+    assert f"k_proj, v_proj: {D} → {n_kv} heads × {d} each" in shown
+    assert f"each k/v head serves {H // n_kv} query heads" in shown
+    assert f"o_proj: {H} heads × {d} → {D}" in shown
+    assert f"× {model.n_layers} layers" in shown
+    per_token = cache_bytes(model, 1, bytes_per_element=2)
+    assert per_token == model.n_layers * 2 * n_kv * d * 2  # the formula, worked by hand
+    assert f"= {per_token:,} bytes" in shown
+    assert f"would need {per_token * H // n_kv:,}" in shown  # every query head its own k, v
+    assert name in fig.get_suptitle()
+
+
+def test_the_llama_block_tags_exactly_the_lessons_parts_and_dashes_what_the_chapter_skips():
+    from attention_lab.viz.diagrams.llama import LESSON_PARTS
+
+    fig = diagrams.llama_block(PUBLISHED["Llama 3.1 8B"])
+    lit = lit_gids(fig)
+    tags = {g for g in lit if g.startswith("tag ")}
+    assert (
+        tags == {f"tag {name}" for name in LESSON_PARTS} == {"tag GQA", "tag RoPE", "tag KV cache"}
+    )
+    steps = {gid for gids in LESSON_PARTS.values() for gid in gids}
+    assert (
+        lit - tags - {"key lesson"}
+        == steps
+        == {"step k v", "step rope", "step cache", "step repeat"}
+    )
+    by_gid = {p.get_gid(): p for p in fig.axes[0].patches}
+    for left_out in ("ln1", "ln2", "mlp", "ln_f"):
+        assert by_gid[left_out].get_linestyle() == "--", left_out
+    for built in ("embedding", "attention", "step q", "step attend", "step o", "linear"):
+        assert by_gid[built].get_linestyle() == "-", built
+    # in the zoom, top to bottom: q, k and v, RoPE, the cache, repeat_kv, attention, o_proj
+    order = (
+        "step q",
+        "step k v",
+        "step rope",
+        "step cache",
+        "step repeat",
+        "step attend",
+        "step o",
+    )
+    ys = [by_gid[g].get_y() for g in order]
+    assert ys == sorted(ys, reverse=True)
+    shown = texts(fig)
+    assert "no position table" in shown and "RMSNorm" in shown and "SwiGLU" in shown
+
+
+def test_the_llama_block_fits_a_laptop_and_refuses_what_it_cannot_draw(path):
+    fig = diagrams.llama_block(PUBLISHED["Gemma 2 9B"])
+    w, h = fig.get_size_inches() * fig.dpi
+    assert w <= 1280 and h <= 800
+    assert texts_outside_their_box(fig) == []
+    with pytest.raises(ValueError, match="latent attention.*Llama 3.1 8B"):
+        diagrams.llama_block(PUBLISHED["DeepSeek-V3"])
+    with pytest.raises(TypeError, match="PUBLISHED_MODELS"):
+        diagrams.llama_block("Llama 3.1 8B")
+    import dataclasses
+
+    odd = dataclasses.replace(PUBLISHED["Llama 3.1 8B"], n_kv_heads=5)
+    with pytest.raises(ValueError, match="n_heads=32 is not divisible by n_kv_heads=5"):
+        diagrams.llama_block(odd)

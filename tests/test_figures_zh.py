@@ -20,6 +20,7 @@ import torch
 
 from attention_lab import plot_heads, plot_lines, plot_loss, text_heatmap
 from attention_lab.i18n import _
+from attention_lab.published import PUBLISHED_MODELS
 from attention_lab.viz import diagrams
 
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
@@ -49,6 +50,11 @@ ALLOWED = {
     "nat",
     "epoch",
     "CPU",
+    "Llama",  # a published model's name, and the names of its parts (notebook 12)
+    "GQA",
+    "RoPE",
+    "RMSNorm",
+    "SwiGLU",
 }
 MATH = re.compile(r"\$[^$]*\$")  # mathtext, e.g. the log axis ticks $\mathdefault{10^{0}}$
 CODE = re.compile(
@@ -110,6 +116,7 @@ DIAGRAMS = {
     "tiled_softmax step": lambda: diagrams.tiled_softmax(8, 2, step=1),
     "roadmap": lambda: diagrams.roadmap(),
     "roadmap highlight": lambda: diagrams.roadmap(highlight=9),
+    "llama_block": lambda: diagrams.llama_block(PUBLISHED_MODELS[0]),
     "plot_loss": lambda: plot_loss({"4 heads": [4.2, 3.0, 2.1], "8 heads": [4.1, 2.0, 1.0]}, 4.16),
 }
 # the samples are in English; a notebook passes its own (translated) names

@@ -31,6 +31,9 @@ function                              what it shows                         note
 ``induction_circuit``                 a previous-token head writes the id   10         ``induction``
                                       before j at j; a layer-1 query
                                       matches it and copies the id at j
+``llama_block(model)``                a Llama block with a real model's     12         ``llama``
+                                      sizes: GQA, RoPE and the KV cache
+                                      inside its attention
 ``tiled_softmax``                     the online softmax worked with        bonus      ``tiled``
                                       numbers: m, rescale, l, acc per tile
 ``online_softmax_steps``              those numbers, per tile, as dicts     bonus      ``_online``
@@ -48,6 +51,7 @@ from .flow import qkv_flow, weighted_average
 from .head_rows import head_rows
 from .heads import draw_head_split, head_split, head_split_png
 from .induction import induction_circuit
+from .llama import llama_block
 from .masks import causal_mask_grid, dropout_row, mask_before_vs_after
 from .roadmap import roadmap
 from .tiled import tiled_softmax
@@ -66,6 +70,7 @@ __all__ = [
     "head_split",
     "head_split_png",
     "induction_circuit",
+    "llama_block",
     "mask_before_vs_after",
     "online_softmax_steps",
     "qkv_flow",

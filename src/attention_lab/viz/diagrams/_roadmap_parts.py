@@ -4,7 +4,7 @@ and the steps are English (``N_``): the roadmap translates them where it draws t
 
 from __future__ import annotations
 
-from matplotlib.patches import FancyBboxPatch
+from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from ...i18n import N_
 from ..palette import TEXT_COLOR, TICK_SIZE
@@ -50,6 +50,35 @@ STEPS = (  # inside the attention sublayer, in the order the chapter builds it
     (6, N_("multi-head: split, attend, merge")),
     (7, N_("one fused QKV projection")),
 )
+
+
+def _part(ax, gid, x, y, w, h, text, on=False, left_out=False, fill="white", size=TICK_SIZE):
+    """A box of a stack (the roadmap's, the Llama block's) with its label: ``on`` rings it
+    in ``HIGHLIGHT``; ``left_out`` dashes it and sets its label grey and italic."""
+    rect = Rectangle(
+        (x, y),
+        w,
+        h,
+        facecolor=fill,
+        edgecolor=HIGHLIGHT if on else (LEFT_OUT if left_out else EDGE),
+        lw=3.0 if on else (1.3 if left_out else 1.2),
+        ls="--" if left_out else "-",
+        gid=gid,
+        clip_on=False,
+        zorder=3,
+    )
+    ax.add_artist(rect)
+    _label(
+        ax,
+        x + w / 2,
+        y + h / 2,
+        text,
+        size=size,
+        color=LEFT_OUT if left_out else TEXT_COLOR,
+        style="italic" if left_out else "normal",
+        zorder=4,
+    )
+    return rect
 
 
 def _badge(ax, x, y, n, highlight):

@@ -18,7 +18,16 @@ from ...i18n import _, error_text
 from ..canvas import LabFigure
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
 from ._draw import ARROW, EDGE, _arrow, _label, _suptitle, _text
-from ._roadmap_parts import CHAPTER_FILL, HIGHLIGHT, LEFT_OUT, NOTEBOOKS, PARTS, STEPS, _badge
+from ._roadmap_parts import (
+    CHAPTER_FILL,
+    HIGHLIGHT,
+    LEFT_OUT,
+    NOTEBOOKS,
+    PARTS,
+    STEPS,
+    _badge,
+    _part,
+)
 
 __all__ = ["CHAPTER_FILL", "HIGHLIGHT", "LEFT_OUT", "NOTEBOOKS", "PARTS", "STEPS", "roadmap"]
 
@@ -72,31 +81,7 @@ def roadmap(highlight: int | None = None) -> LabFigure:
         )
 
     def part(gid, x, y, w, h, text, left_out=False, fill="white", size=TICK_SIZE):
-        on = gid in lit
-        rect = Rectangle(
-            (x, y),
-            w,
-            h,
-            facecolor=fill,
-            edgecolor=HIGHLIGHT if on else (LEFT_OUT if left_out else EDGE),
-            lw=3.0 if on else (1.3 if left_out else 1.2),
-            ls="--" if left_out else "-",
-            gid=gid,
-            clip_on=False,
-            zorder=3,
-        )
-        ax.add_artist(rect)
-        _label(
-            ax,
-            x + w / 2,
-            y + h / 2,
-            text,
-            size=size,
-            color=LEFT_OUT if left_out else TEXT_COLOR,
-            style="italic" if left_out else "normal",
-            zorder=4,
-        )
-        return rect
+        return _part(ax, gid, x, y, w, h, text, gid in lit, left_out, fill, size)
 
     def plus(gid, x, y, left_out=True):
         on = gid in lit
