@@ -55,12 +55,41 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Which build of PyTorch (tools/torch_index.py): auto = the CPU build from PyTorch's CPU index
-# on Linux without an NVIDIA GPU (PyPI's Linux wheel is the CUDA build, over 1 GB more), PyPI's
-# otherwise; `make lab TORCH=cpu` or TORCH=cuda forces one, TORCH=default leaves it to pip.
-# Where the CPU index is unreachable, torch comes from the default index (one line says so).
+# Which build of PyTorch: TORCH_STEP, run before the install. PyPI's torch for Linux is the CUDA
+# build, 2.7 GB of wheels where the CPU build is 0.2 GB. TORCH=auto takes the CPU build on Linux
+# without an NVIDIA GPU (no nvidia-smi, no /proc/driver/nvidia) and leaves torch to pip elsewhere;
+# TORCH=cpu or TORCH=cuda forces one build (also in an existing .venv); TORCH=default leaves torch
+# to pip. The CPU build comes from what pip has without the network (installed, or in a
+# --find-links folder), else from TORCH_CPU_INDEX if it answers within 5 s, else torch comes from
+# pip's own index with the rest. Where pip is set to an index other than PyPI's (a mirror, README
+# "Start"), auto asks no other host: torch is the mirror's, PyPI's build. One line says which.
 TORCH ?= auto
 TORCH_CHOICE := $(VENV)/.torch-$(TORCH)
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+PYPI ?= https://pypi.org/simple
+SYSTEM ?= $(shell uname -s)
+NVIDIA ?= $(wildcard /proc/driver/nvidia)$(shell command -v nvidia-smi)
+TORCH_PIN := $(shell sed -n 's/^torch==\([^ ;]*\).*/\1/p' constraints.txt)
+TORCH_BUILD := $(if $(filter auto,$(TORCH)),$(if $(and $(filter Linux,$(SYSTEM)),$(if $(NVIDIA),,no-gpu)),cpu,pip),$(TORCH))
+TORCH_CPU = $(PIP) install --quiet --no-deps -c constraints.txt "torch==$(TORCH_PIN)+cpu"
+# The index pip installs from: PIP_INDEX_URL, else index-url in pip.conf's [install], else [global].
+PIP_INDEX = $(PIP) config list | sed -n -e "s/^:env:\.index-url='\(.*\)'/0\1/p" \
+	-e "s/^install\.index-url='\(.*\)'/1\1/p" -e "s/^global\.index-url='\(.*\)'/2\1/p" | sort | sed -n '1s/^.//p'
+# Why the CPU index does not answer within 5 s (nothing when it does).
+TORCH_PROBE = $(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_CPU_INDEX)/torch/', timeout=5)" 2>&1 | tail -n 1
+TORCH_STEP = case $(TORCH_BUILD) in \
+	pip|default) echo "torch: from pip's index with the rest (TORCH=$(TORCH))";; \
+	cuda) if $(PIP) show torch 2>/dev/null | grep -q '^Version: .*+cpu'; then $(PIP) uninstall --quiet --yes torch; \
+		echo "torch: the CPU build removed; PyPI's comes next"; else echo "torch: PyPI's build (TORCH=cuda)"; fi;; \
+	cpu) if $(TORCH_CPU) --no-index 2>/dev/null; then echo "torch: the CPU build $(TORCH_PIN)+cpu, found without the network"; \
+	elif [ $(TORCH) = auto ] && index=$$($(PIP_INDEX)) && [ -n "$$index" ] && [ "$${index%/}" != "$(PYPI)" ]; then \
+		echo "torch: from pip's index $$index with the rest (PyPI's build, CUDA on Linux); TORCH=cpu asks $(TORCH_CPU_INDEX)"; \
+	elif why=$$($(TORCH_PROBE)) && [ -n "$$why" ]; then \
+		echo "torch: the CPU index $(TORCH_CPU_INDEX) is unreachable ($${why\#*: }); torch comes from the default index instead"; \
+	elif $(TORCH_CPU) --index-url $(TORCH_CPU_INDEX); then echo "torch: the CPU build, from $(TORCH_CPU_INDEX)"; \
+	else echo "torch: no CPU build of torch $(TORCH_PIN) for this Python at $(TORCH_CPU_INDEX); torch comes from the default index instead"; fi;; \
+	*) echo "TORCH=$(TORCH): expected auto, cpu, cuda or default"; exit 1;; \
+	esac
 
 $(TORCH_CHOICE): | $(BIN)/python
 	@rm -f $(VENV)/.torch-*
@@ -74,7 +103,7 @@ $(VENV)/.installed-lab-zh-CN: EXTRAS := lab,zh
 $(TEST_STAMP): EXTRAS := lab,test,zh,class
 $(VENV)/.installed-lab $(VENV)/.installed-lab-zh-CN $(TEST_STAMP): \
 		$(BIN)/python pyproject.toml constraints.txt $(TORCH_CHOICE)
-	$(BIN)/python tools/torch_index.py --torch $(TORCH) --constraints constraints.txt
+	@$(TORCH_STEP)
 	$(PIP) install --quiet -c constraints.txt -e ".[$(EXTRAS)]"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $@ $(if $(filter $(TEST_STAMP),$@),$(VENV)/.installed-lab $(VENV)/.installed-lab-zh-CN)
