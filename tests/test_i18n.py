@@ -68,6 +68,28 @@ def test_a_fresh_interpreter_with_a_chinese_locale_speaks_chinese(tmp_path):
     assert out.stdout.strip() == "zh_CN"
 
 
+@pytest.mark.parametrize("lang", ["zh_CN.UTF-8", "C"])
+def test_importing_the_library_loads_no_matplotlib_in_either_locale(tmp_path, lang):
+    """Issue 41: the core owns no pictures. In Chinese the font is set the moment matplotlib
+    is imported (so a plain pyplot figure still gets it), not at the library's import."""
+    code = (
+        "import sys, attention_lab\n"
+        "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'IPython') if m in sys.modules))\n"
+        "import matplotlib.pyplot as plt\n"
+        "print(plt.rcParams['font.family'])\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "LANG": lang, "HOME": str(tmp_path), "MPLBACKEND": "Agg"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    loaded, family = out.stdout.strip().splitlines()
+    assert loaded == "[]", f"import attention_lab under LANG={lang} loaded {loaded}"
+    if lang.startswith("zh"):
+        assert family == str([i18n.LATIN_FAMILY, i18n.FONT_FAMILY])
+    else:
+        assert "Attention Lab" not in family
+
+
 def _shipped_entry() -> tuple[str, str]:
     """One (msgid, msgstr) of the compiled catalogue, read with polib: any will do."""
     entry = next(e for e in polib.mofile(str(ROOT / MO_PATH)) if e.msgid and not e.msgctxt)

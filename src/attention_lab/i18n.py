@@ -26,7 +26,10 @@ reader can search for, and in Chinese add the translation on the next line (``er
 from __future__ import annotations
 
 import gettext as _gettext
+import importlib.abc
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 DOMAIN = "attention_lab"
@@ -165,17 +168,52 @@ def font_families() -> list[str]:
     return [LATIN_FAMILY, FONT_FAMILY]
 
 
+class _FontsWhenMatplotlibLoads(importlib.abc.MetaPathFinder):
+    """Sets the fonts the moment matplotlib is first imported, not before: so ``import
+    attention_lab`` loads only the core in every locale, and a figure the reader then draws
+    with plain pyplot, in Chinese, still gets the Chinese font. It finds matplotlib with the
+    other finders, wraps the found loader's ``exec_module`` and leaves ``sys.meta_path`` at once."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib":
+            return None
+        _uninstall_hook()
+        spec = importlib.util.find_spec(name)  # the other finders: this one is gone
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_fonts(module):
+            exec_module(module)
+            _apply_fonts()
+
+        spec.loader.exec_module = exec_then_fonts
+        return spec
+
+
+_hook = _FontsWhenMatplotlibLoads()
+
+
+def _uninstall_hook() -> None:
+    if _hook in sys.meta_path:
+        sys.meta_path.remove(_hook)
+
+
 def _apply_fonts() -> None:
-    """Point matplotlib at the right fonts. Chinese imports matplotlib (so a figure the
-    reader draws with plain pyplot gets the font too); English touches it only to undo an
-    earlier switch, so English figures are exactly matplotlib's defaults."""
+    """Point matplotlib at the right fonts. Chinese sets them now if matplotlib is loaded,
+    else the moment it is (``_FontsWhenMatplotlibLoads``); English touches matplotlib only to
+    undo an earlier switch, so English figures are exactly matplotlib's defaults."""
     global _font_registered, _saved_family
-    import sys
 
     if _language == "en":
+        _uninstall_hook()
         if _saved_family is not None and "matplotlib" in sys.modules:
             sys.modules["matplotlib"].rcParams["font.family"] = _saved_family
             _saved_family = None
+        return
+    if "matplotlib" not in sys.modules:
+        if _hook not in sys.meta_path:
+            sys.meta_path.insert(0, _hook)
         return
     import matplotlib
     from matplotlib import font_manager
