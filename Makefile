@@ -161,7 +161,7 @@ test-colab: $(TEST_STAMP)
 	PYTHON=$(PYTHON) bash tools/colab_widgets_check.sh
 
 unit: $(TEST_STAMP)
-	$(BIN)/python -m pytest -m "not browser" tests
+	$(BIN)/python -m pytest -m "not browser and not hub" tests
 
 nbval: $(TEST_STAMP)
 	$(BIN)/python -m pytest notebooks $(PYTEST_NB)

@@ -1,4 +1,4 @@
-"""`make test` creates no system user: the classroom hub's tests run only under `make test-hub`.
+"""`make test` and `make unit` create no system user: the classroom hub's tests run only under `make test-hub`.
 
 The Makefile's `test` target selects tests by marker expression; every test of the hub files
 carries the `hub` marker, so those expressions leave all of them out, and `test-hub`'s
@@ -64,7 +64,8 @@ def target_expressions(target: str) -> list[str]:
 @pytest.fixture(scope="module")
 def selected() -> dict[str | None, list[str]]:
     """Expression (None: no -m) -> the ids of the hub files' tests pytest selects with it."""
-    expressions = [None, *target_expressions("test"), *target_expressions("test-hub")]
+    expressions = [None, *target_expressions("test"), *target_expressions("unit")]
+    expressions += target_expressions("test-hub")
     run = subprocess.run(
         [sys.executable, "-c", COLLECT, json.dumps(expressions), *HUB_FILES],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
@@ -79,6 +80,12 @@ def test_make_test_selects_no_hub_test(selected):
     assert len(expressions) == 2, expressions
     for expression in expressions:
         assert selected[expression] == [], f"`make test` (-m {expression!r}) runs a hub test"
+
+
+def test_make_unit_selects_no_hub_test(selected):
+    """Issue 41, item 7: run as root, `make unit` would start hubs and create system users."""
+    (expression,) = target_expressions("unit")
+    assert selected[expression] == [], f"`make unit` (-m {expression!r}) runs a hub test"
 
 
 def test_make_test_hub_selects_every_hub_test(selected):
