@@ -10,8 +10,10 @@
 * ``raises`` and ``message``: the error-message checks every test file uses.
 * The browser tests' session fixtures, ``chromium`` and ``jupyterlab`` (tests/browser_helpers.py):
   one Chromium and one JupyterLab for tests/test_browser.py and tests/test_slides_browser.py.
-* The hub tests' session fixtures, ``classroom`` and ``red`` (tests/hub_helpers.py): the hub's
-  venv built once, the checkout private while they run, one hub for both red-team rounds.
+* The hub tests' session fixtures, ``hub_venv``, ``classroom``, ``shared_hub`` and ``red``
+  (tests/hub_helpers.py): the hub's venv built once, the checkout private while they run, one
+  hub for every test that needs one (alice and bob on it for both red-team rounds). Under
+  pytest-xdist the files of that hub are one unit of work (``pytest_xdist_make_scheduler``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ import re
 import pytest
 import torch
 from browser_helpers import chromium, jupyterlab  # noqa: F401  (session fixtures)
-from hub_helpers import classroom, red  # noqa: F401  (session fixtures of the hub tests)
+from hub_helpers import (  # noqa: F401  (session fixtures of the hub tests)
+    SHARED_HUB_FILES,
+    classroom,
+    hub_venv,
+    red,
+    shared_hub,
+)
 
 from attention_lab import (
     CausalAttention,
@@ -33,6 +41,27 @@ from attention_lab import (
 )
 
 torch.set_num_threads(1)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under --dist loadfile or loadgroup, the test files of the shared hub
+    (hub_helpers.SHARED_HUB_FILES) are one unit of work: one worker runs them in their order,
+    on one hub. (xdist_group marks cannot say it: pytest 9.2 drops the group that
+    pytest-xdist 3.8 writes into each test's id, pytest-dev/pytest-xdist#1386.)"""
+    dist = config.getvalue("dist")
+    if dist not in ("loadfile", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadFileScheduling, LoadGroupScheduling
+
+    base = LoadFileScheduling if dist == "loadfile" else LoadGroupScheduling
+
+    class SharedHubScheduling(base):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.split("::", 1)[0].rsplit("/", 1)[-1] in SHARED_HUB_FILES:
+                return "the shared hub"
+            return super()._split_scope(nodeid)
+
+    return SharedHubScheduling(config, log)
 
 
 B, T, D, H = 2, 6, 8, 2  # small sizes used across the tests

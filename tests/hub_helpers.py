@@ -1,9 +1,12 @@
-"""What the classroom hub's tests share (tests/test_hub.py, tests/test_hub_redteam.py,
-tests/test_hub_redteam2.py): the session fixtures ``classroom`` (hub/classroom/classroom.py,
-with the hub's venv built once and the checkout private while the hub tests run) and
-``red`` (one hub for both red-team rounds: ``class_hub`` with the teacher logged in and
-alice and bob created by the teacher's script, their servers running), the forms a browser
-would post, and ``health`` (the hub's latency as another client sees it).
+"""What the classroom hub's tests share (tests/test_hub.py, tests/test_hub_grading.py,
+tests/test_hub_redteam.py, tests/test_hub_redteam2.py): the session fixtures ``hub_venv``
+(tools/hub_env.sh, run once a session), ``classroom`` (hub/classroom/classroom.py, with the
+checkout private while the hub tests run), ``shared_hub`` (one hub for every test that needs
+a running one: the teacher logged in, each test making students of its own on it; stopping
+it at the end is checked to leave no process, mount, home or system user behind) and
+``red`` (that hub with alice and bob created by the teacher's script, their servers
+running, for both red-team rounds), the forms a browser would post, and ``health`` (the
+hub's latency as another client sees it).
 
 Needs root (one system user per student), useradd, Node.js, npm and curl; the hub tests are
 skipped with the reason otherwise, except in CI (CI=true or ATTENTION_LAB_REQUIRE_HUB=1),
@@ -15,6 +18,7 @@ tools/hub_env.sh.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -26,6 +30,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The test files whose tests run on ``shared_hub``: under pytest-xdist (make test-hub runs
+# with -n 2 --dist loadfile) they are one unit of work, for one worker, so one hub serves
+# them all, in their order, while the grading tests run beside them in the other worker
+# (tests/conftest.py, pytest_xdist_make_scheduler).
+SHARED_HUB_FILES = ("test_hub.py", "test_hub_redteam.py", "test_hub_redteam2.py")
 REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATTENTION_LAB_REQUIRE_HUB") == "1"
 TEACHER = "teacher"
 TEACHER_PW = "teacher-pass-42"  # hub/classroom/classroom.py's ADMIN_PASSWORD
@@ -41,21 +50,49 @@ def missing() -> str | None:
     return None
 
 
+def _classroom_module():
+    # class operations live beside the hub, not in the package: hub/classroom/classroom.py
+    if str(REPO / "hub" / "classroom") not in sys.path:
+        sys.path.insert(0, str(REPO / "hub" / "classroom"))
+    import classroom
+
+    return classroom
+
+
 @pytest.fixture(scope="session")
-def classroom():
-    """hub/classroom/classroom.py, with the hub's venv and proxy built (once a session) and
+def hub_venv(tmp_path_factory) -> Path:
+    """tools/hub_env.sh, once a run (the hub's venv with this checkout's attention_lab, the
+    chapter and the proxy): every hub test module and the grading tests use the same.
+    Request it after checking what the tests need (it does not skip by itself). Under
+    pytest-xdist each worker has a session of its own: the first to get here builds, the
+    others wait for it (classroom.build_hub_env's lock) and find it done; building again
+    would replace the chapter while the first worker's hub copies it into a home."""
+    classroom = _classroom_module()
+    if os.environ.get("ATTENTION_LAB_HUB_BUILD") == "0":
+        return classroom.HUB_VENV
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        classroom.build_hub_env()
+        return classroom.HUB_VENV
+    done = tmp_path_factory.getbasetemp().parent / "hub_env.done"  # this run's, every worker's
+    with open(done.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            classroom.build_hub_env()
+            done.write_text(os.environ["PYTEST_XDIST_WORKER"])
+    return classroom.HUB_VENV
+
+
+@pytest.fixture(scope="session")
+def classroom(request):
+    """hub/classroom/classroom.py, with the hub's venv and proxy built (``hub_venv``) and
     the checkout private for as long as the session runs hub tests."""
     reason = missing()
     if reason:
         if REQUIRED:
             pytest.fail(f"the hub tests must run in CI: {reason}")
         pytest.skip(reason)
-    # class operations live beside the hub, not in the package: hub/classroom/classroom.py
-    sys.path.insert(0, str(REPO / "hub" / "classroom"))
-    import classroom
-
-    if os.environ.get("ATTENTION_LAB_HUB_BUILD") != "0":
-        classroom.build_hub_env()
+    request.getfixturevalue("hub_venv")
+    classroom = _classroom_module()
     if os.environ.get("ATTENTION_LAB_HUB_DIR"):
         classroom.HUB_DIR = Path(os.environ["ATTENTION_LAB_HUB_DIR"])
     with classroom.private_checkout():
@@ -129,7 +166,23 @@ def wait_no_processes(classroom, uid: int, timeout: float = 30) -> list:
     return [(p.pid, " ".join(p.cmdline())) for p in classroom.processes_of(uid)]
 
 
-# The red-team hub's limits, smaller than a class's so the attacks on them are quick: memory
+def session_from(address: str):
+    """A requests session whose connections leave from ``address`` (127.0.0.x: another
+    client of the hub, as its proxy sees it; the hub counts waiting sign-ups per address)."""
+    import requests
+    from requests.adapters import HTTPAdapter
+
+    class FromAddress(HTTPAdapter):
+        def init_poolmanager(self, *args, **kwargs):
+            kwargs["source_address"] = (address, 0)
+            super().init_poolmanager(*args, **kwargs)
+
+    s = requests.Session()
+    s.mount("http://", FromAddress())
+    return s
+
+
+# The shared hub's limits, smaller than a class's so the attacks on them are quick: memory
 # and disk (each home an image of that size), sign-ups waiting per address and in all, and
 # how often a user's approval is checked again (30 s in a class).
 RED_ENV = {
@@ -142,12 +195,31 @@ RED_ENV = {
 
 
 @pytest.fixture(scope="session")
-def red(classroom):
-    """One hub for every attack of both red-team rounds (tests/test_hub_redteam.py, then
-    tests/test_hub_redteam2.py): the teacher logged in; alice and bob created by the
-    teacher's script, with tokens and running servers; the limits of ``RED_ENV``."""
+def shared_hub(classroom):
+    """One hub, started once, for every test that needs a running hub (tests/test_hub.py and
+    both red-team rounds), with the limits of ``RED_ENV``; the teacher logged in. Each test
+    makes students of its own on it (``add_students``). Stopping it at the end of the
+    session is checked as a class's end: see ``class_hub``."""
     with class_hub(classroom, env=RED_ENV) as hub:
         yield hub
+
+
+@pytest.fixture(scope="session")
+def red(shared_hub):
+    """The shared hub for every attack of both red-team rounds (tests/test_hub_redteam.py,
+    then tests/test_hub_redteam2.py), with alice and bob created by the teacher's script,
+    with tokens and running servers."""
+    add_students(shared_hub, ["alice", "bob"])
+    return shared_hub
+
+
+def add_students(hub, names) -> None:
+    """Create ``names`` as the teacher's script does (through the REST API), a token each in
+    ``hub.tokens``, and start all their servers at once."""
+    for name in names:
+        hub.create_student(name)
+        hub.tokens[name] = hub.token_for(name)
+    hub.start_servers(list(names))
 
 
 def health(hub, n: int) -> list[float]:
@@ -158,12 +230,26 @@ def health(hub, n: int) -> list[float]:
     return [float(x) for x in out.split()]
 
 
+def _described(procs) -> list[tuple[int, str]]:
+    """(pid, command line) of each process still running."""
+    import psutil
+
+    found = []
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            found.append((p.pid, " ".join(p.cmdline())[:120]))
+    return found
+
+
 @contextlib.contextmanager
-def class_hub(classroom, students=("alice", "bob"), env: dict | None = None):
+def class_hub(classroom, students=(), env: dict | None = None):
     """A running hub, the teacher logged in (``hub.teacher``, a requests session), and
     ``students`` created by the teacher's script with a token each (``hub.tokens``) and a
-    running server. On exit: the hub stopped, and no system user or process of the class
-    left."""
+    running server. On exit, the end of a class, checked: the hub stopped (SIGTERM, as
+    Ctrl+C), with it the proxy and every server still running, and no process of a student
+    left, no home mounted; then, once running_hub has deleted the class, no system user and
+    no home of theirs left."""
+    import psutil
     import requests
 
     with classroom.running_hub(env=env) as hub:
@@ -172,20 +258,21 @@ def class_hub(classroom, students=("alice", "bob"), env: dict | None = None):
         assert r.status_code == 302 and logged_in(teacher, hub), r.text[-500:]
         hub.teacher, hub.login_cookies = teacher, r.raw.headers.getlist("Set-Cookie")
         hub.tokens = {}
-        for name in students:
-            hub.create_student(name)
-            hub.tokens[name] = hub.token_for(name)
-        for name in students:  # all at once, as a class does
-            assert hub.api("POST", f"/users/{name}/server").status_code in (201, 202)
-        for name in students:
-            hub.wait_ready(name)
+        add_students(hub, students)
         yield hub
+        tree = psutil.Process(hub.proc.pid).children(recursive=True)
+        users = classroom.users_with_prefix(hub.prefix)
         classroom.stop_hub(hub)
-        prefix = hub.prefix
-        users = classroom.users_with_prefix(prefix)
-        # stopping the hub stopped every server: no student's home is still mounted
+        _, alive = psutil.wait_procs(tree, timeout=15)
+        alive = _described(alive)  # (before running_hub's clean-up kills what is left)
+        # stopping the hub stopped every server: no process of a student, no home mounted
+        left = {pw.pw_name: classroom.processes_of(pw.pw_uid) for pw in users}
         mounted = [pw.pw_dir for pw in users if os.path.ismount(pw.pw_dir)]
-    # running_hub removed the system users; nothing of the class may be left
+        prefix = hub.prefix
+    assert hub.proc.returncode is not None, "the hub did not stop"
+    assert not alive, f"left behind by the hub: {alive}"
+    assert not [(name, [p.pid for p in procs]) for name, procs in left.items() if procs]
     assert not mounted, f"homes left mounted after the hub stopped: {mounted}"
+    # running_hub removed the system users and their homes; nothing of the class may be left
     assert not classroom.users_with_prefix(prefix), "system users left behind"
-    assert not [p.pid for pw in users for p in classroom.processes_of(pw.pw_uid)]
+    assert not [pw.pw_dir for pw in users if os.path.exists(pw.pw_dir)], "homes left behind"

@@ -26,8 +26,9 @@ returned notebook into submitted/, `nbgrader autograde` and `nbgrader generate_f
 root), to show what each attack achieved there; run it from a checkout of that commit (the
 tests of attacks 1-5 then fail, and print what the attack got).
 
-Needs root, bwrap, setpriv, a memory cgroup and the hub's venv (tools/hub_env.sh builds it;
-ATTENTION_LAB_HUB_BUILD=0 skips that); skipped otherwise, except where ATTENTION_LAB_REQUIRE_HUB=1
+Needs root, bwrap, setpriv, a memory cgroup and the hub's venv (tools/hub_env.sh builds it,
+once a session for every hub test: tests/hub_helpers.py's ``hub_venv``; ATTENTION_LAB_HUB_BUILD=0
+skips that); skipped otherwise, except where ATTENTION_LAB_REQUIRE_HUB=1
 or CI=true.
 """
 
@@ -311,17 +312,12 @@ def _read_results(c: Class) -> None:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(request):
     reason = _missing()
     if reason:
         if REQUIRED:
             pytest.fail(f"the grading tests must run in CI: {reason}")
         pytest.skip(reason)
-    if WORKFLOW == "grader" and os.environ.get("ATTENTION_LAB_HUB_BUILD") != "0":
-        sys.path.insert(0, str(REPO / "hub" / "classroom"))
-        import classroom
-
-        classroom.build_hub_env()  # the kernel's venv, with this checkout's attention_lab
     prefix = f"alab-gt{secrets.token_hex(2)}-"
     parent = Path(tempfile.mkdtemp(prefix="attention-lab-grading-test-"))
     os.chmod(parent, 0o755)  # every user may enter it, as a checkout's build/
@@ -401,6 +397,10 @@ def graded(tmp_path_factory):
         if WORKFLOW == "guide":
             c.output = _grade_as_the_guide_said(c, homes)
         else:
+            # the kernels' venv, with this checkout's attention_lab (tests/hub_helpers.py:
+            # once a run; asked for only here, so that the class above is made while the
+            # other pytest-xdist worker builds it)
+            request.getfixturevalue("hub_venv")
             c.output = _grade_with_the_grader(c)
         c.seconds = time.perf_counter() - start
         # the rewriter waits for autograde to end: while it lives, give it time to strike

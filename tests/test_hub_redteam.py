@@ -55,7 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 SUBSCRIBER = textwrap.dedent(
     """
-    import sys, time, zmq
+    import select, sys, time, zmq
     s = zmq.Context().socket(zmq.SUB)
     s.setsockopt(zmq.SUBSCRIBE, b"")
     for endpoint in sys.argv[2:]:
@@ -65,7 +65,7 @@ SUBSCRIBER = textwrap.dedent(
             print("refused", endpoint, e, flush=True)
     print("listening", flush=True)
     got, end = [], time.monotonic() + float(sys.argv[1])
-    while time.monotonic() < end:
+    while time.monotonic() < end and not select.select([sys.stdin], [], [], 0)[0]:
         if s.poll(200):
             got.append(b"".join(s.recv_multipart()))
     print("received", len(got), any(b"hunter2" in m for m in got), flush=True)
@@ -101,16 +101,18 @@ def test_a_student_cannot_subscribe_to_another_students_kernel(red, classroom):
     with srv_b.kernel() as k:
         k.execute("x = 1")
         info, endpoints = _kernel_endpoints(classroom, pwd.getpwnam(bob).pw_uid)
+        # alice listens until told to stop (a line on its stdin), 60 s at most
         listener = subprocess.Popen(
             ["runuser", "-u", alice, "--", str(classroom.HUB_VENV / "bin" / "python"),
-             "-c", SUBSCRIBER, "8", *endpoints],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+             "-c", SUBSCRIBER, "60", *endpoints],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         assert listener.stdout.readline().startswith(("listening", "refused"))
         time.sleep(1)  # let a TCP subscription complete
         for _ in range(3):
             k.execute("secret_var = 'hunter2-bob'\nprint(secret_var)")
-        out, _ = listener.communicate(timeout=60)
+        time.sleep(1)  # what bob's kernel published has long reached any subscriber
+        out, _ = listener.communicate("stop\n", timeout=60)
     print(f"\nbob's kernel: transport {info['transport']}; alice tried {endpoints}: {out.strip()}")
     assert "received 0 False" in out, out
     # every socket of the connection file is an ipc socket in bob's mode-700 runtime folder

@@ -50,10 +50,12 @@ from hub_helpers import (
     GOOD,
     TEACHER,
     TEACHER_PW,
+    add_students,
     approved,
     health,
     logged_in,
     login,
+    session_from,
     signup,
     teacher_button,
     xsrf,
@@ -70,9 +72,7 @@ TAKEN = "already in use"
 def cleo(red):
     """A classmate created by the teacher's script for this round, her server running (the
     first round deleted bob's system user)."""
-    red.create_student("cleo")
-    red.tokens["cleo"] = red.token_for("cleo")
-    red.start_server("cleo")
+    add_students(red, ["cleo"])
     return red.server("cleo", red.tokens["cleo"])
 
 
@@ -80,22 +80,6 @@ def _alert(page: str) -> str:
     """The message of a NativeAuthenticator page (sign-up, change of password)."""
     found = re.findall(r'<div class="alert[^"]*"[^>]*>(.*?)</div>', page, re.S)
     return " ".join(re.sub(r"<[^>]+>", " ", " ".join(found)).split())
-
-
-def _session_from(address: str):
-    """A requests session whose connections leave from ``address`` (127.0.0.x: another
-    client of the hub, as its proxy sees it)."""
-    import requests
-    from requests.adapters import HTTPAdapter
-
-    class FromAddress(HTTPAdapter):
-        def init_poolmanager(self, *args, **kwargs):
-            kwargs["source_address"] = (address, 0)
-            super().init_poolmanager(*args, **kwargs)
-
-    s = requests.Session()
-    s.mount("http://", FromAddress())
-    return s
 
 
 # --- 5, the hub's half: nothing that holds solutions, grades or submissions is readable --------
@@ -265,7 +249,7 @@ def _flood_signup(url: str, address: str, names: list[str], forged: bool) -> lis
     message, the monotonic time of the answer) each."""
 
     def one(i: int, name: str):
-        s = _session_from(address)
+        s = session_from(address)
         if forged:
             s.headers.update({"X-Real-Ip": f"10.0.{i}.1", "X-Forwarded-For": f"10.1.{i}.1"})
         data = {"username": name, "signup_password": GOOD}

@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,10 +49,16 @@ def free_port() -> int:
 
 
 def build_hub_env(log=print) -> None:
-    """tools/hub_env.sh: the hub's venv and the proxy (quick when they are up to date)."""
+    """tools/hub_env.sh: the hub's venv and the proxy (quick when they are up to date). One
+    build at a time on this machine (a lock): two at once would install into the same venv
+    and replace the chapter under each other."""
     t = time.perf_counter()
-    subprocess.run(["bash", str(REPO / "tools" / "hub_env.sh")], check=True, cwd=REPO)
-    log(f"hub environment ready in {time.perf_counter() - t:.0f} s")
+    with open(Path(tempfile.gettempdir(), "attention-lab-hub-env.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        waited = time.perf_counter() - t
+        subprocess.run(["bash", str(REPO / "tools" / "hub_env.sh")], check=True, cwd=REPO)
+    after = f" (after {waited:.0f} s waiting for another build)" if waited >= 1 else ""
+    log(f"hub environment ready in {time.perf_counter() - t:.0f} s{after}")
 
 
 def processes_of(uid: int) -> list:
@@ -149,9 +156,19 @@ class Hub:
         return r.json()["token"]
 
     def start_server(self, name: str, timeout: float = 240) -> None:
-        r = self.api("POST", f"/users/{name}/server")
-        assert r.status_code in (201, 202), (r.status_code, r.text)
-        self.wait_ready(name, timeout)
+        self.start_servers([name], timeout)
+
+    def start_servers(self, names: list[str], timeout: float = 240) -> None:
+        """Ask for every server at once, as a class does, then wait until each is ready. The
+        requests go out together: the hub answers one only when its server is up (or after
+        its slow_spawn_timeout, 10 s), so sent one after another they would start the
+        servers one after another."""
+        with ThreadPoolExecutor(max(len(names), 1)) as pool:
+            answers = list(pool.map(lambda n: self.api("POST", f"/users/{n}/server"), names))
+        for name, r in zip(names, answers, strict=True):
+            assert r.status_code in (201, 202), (name, r.status_code, r.text)
+        for name in names:
+            self.wait_ready(name, timeout)
 
     def wait_ready(self, name: str, timeout: float = 240) -> None:
         deadline = time.monotonic() + timeout
