@@ -1,5 +1,7 @@
 """Notebook 10's helpers (induction.py, induction_plots.py, diagrams/induction.py): the
-baseline, the phase-change step, the split lookup, the copies of a row, and the pictures."""
+baseline, the phase-change step, the split lookup, the copies of a row, the recorder that
+measures the heads while a model trains (and leaves the training bitwise alone), Olsson's
+in-context learning score, repeats of any length with the ideal rule, and the pictures."""
 
 from __future__ import annotations
 
@@ -10,16 +12,38 @@ import torch
 from conftest import raises
 from matplotlib.colors import to_hex
 
-from attention_lab import IGNORE_INDEX, causal_mask, make_batch, plot_heads
+from attention_lab import (
+    IGNORE_INDEX,
+    TinyLM,
+    TinyLMConfig,
+    causal_mask,
+    make_batch,
+    plot_heads,
+    source_shares,
+    train,
+    train_tiny_lm,
+)
 from attention_lab.induction import (
     INDUCTION_SEGMENT,
+    InductionRecorder,
+    after_previous_guess,
     copy_starts,
+    icl_score,
     in_context_guess,
+    loss_per_position,
     phase_change_step,
+    repeat_batch,
+    repeated_rows,
     split_lookup_batch,
 )
+from attention_lab.interventions import after_previous_occurrence
 from attention_lab.viz.diagrams.induction import induction_circuit
-from attention_lab.viz.induction_plots import OUTLINE_COLOR, outline_block, plot_runs
+from attention_lab.viz.induction_plots import (
+    OUTLINE_COLOR,
+    outline_block,
+    plot_run_panels,
+    plot_runs,
+)
 
 
 def _rows(n=300, seed=0):
@@ -77,6 +101,23 @@ def test_in_induction_rows_the_target_is_always_seen_once_so_once_guesses_better
     counts = torch.nn.functional.one_hot(x, 32).cumsum(dim=1)  # (N, T, V)
     keep = y != IGNORE_INDEX
     assert (counts.gather(2, y.clamp(min=0)[..., None])[..., 0][keep] == 1).all()
+
+
+@pytest.mark.parametrize("once", [False, True])
+def test_the_guess_loss_is_the_mean_log_of_the_candidates(once):
+    x, y = _rows(80, seed=5)
+    losses = []
+    for row, target in zip(x.tolist(), y.tolist()):
+        for p, t in enumerate(target):
+            if t != IGNORE_INDEX:
+                seen = row[: p + 1]
+                candidates = {i for i in seen if not once or seen.count(i) == 1}
+                assert t in candidates  # induction rows: the target is always one
+                losses.append(math.log(len(candidates)))
+    assert in_context_guess(x, y, once=once, loss=True) == pytest.approx(sum(losses) / len(losses))
+    by_hand = torch.tensor([[5, 6, 5, 7, 5]]), torch.tensor([[-100, -100, 6, -100, -100]])
+    assert in_context_guess(*by_hand, loss=True) == pytest.approx(math.log(2))  # {5, 6}
+    assert in_context_guess(*by_hand, once=True, loss=True) == pytest.approx(0.0)  # {6}
 
 
 def test_in_context_guess_refuses_what_is_not_rows_and_targets():
@@ -137,6 +178,178 @@ def test_split_lookup_sizes_and_errors():
         split_lookup_batch(0)
 
 
+# --- the recorder: measures while training, changes nothing ------------------------------
+
+SMALL = dict(n_layers=2, d_model=16, n_heads=2, context_length=32, vocab_size=32)
+
+
+def _train_small(on_step=None, dropout=0.1, seed=0):
+    """A small two-layer model on 640 induction rows (10 steps); dropout makes the mode matter."""
+    torch.manual_seed(seed)
+    model = TinyLM(TinyLMConfig(**SMALL, dropout=dropout))
+    history = train(model, "induction", n_rows=640, progress=False, seed=seed, on_step=on_step)
+    return model, history
+
+
+def _same_run(a, b) -> bool:
+    (model_a, hist_a), (model_b, hist_b) = a, b
+    pairs = zip(model_a.state_dict().values(), model_b.state_dict().values())
+    same_weights = all(torch.equal(x, y) for x, y in pairs)
+    return same_weights and hist_a.step_losses == hist_b.step_losses
+
+
+def _probe():
+    x, _ = _rows(16, seed=9)
+    return x, repeated_rows(8, 16, generator=torch.Generator().manual_seed(1))
+
+
+def test_the_recorder_leaves_the_training_bitwise_the_same():
+    x, twice = _probe()
+    recorder = InductionRecorder(x, repeated=twice, every=2)
+    assert _same_run(_train_small(), _train_small(recorder))
+    assert recorder.steps == [0, 2, 4, 6, 8, 10]
+    assert recorder.previous.shape == recorder.prefix.shape == (6, 2, 2)  # (R, L, H)
+    assert recorder.losses.shape == (6, 31) and recorder.icl.shape == (6,)
+
+
+class _InTrainingMode(InductionRecorder):
+    """Broken on purpose: measures in training mode, so dropout draws random numbers."""
+
+    def __call__(self, step, model):
+        with torch.no_grad():
+            model(self.rows)
+
+
+class _DrawsANumber(InductionRecorder):
+    """Broken on purpose: draws from torch's global generator (say, to subsample rows)."""
+
+    def __call__(self, step, model):
+        torch.randperm(len(self.rows))
+        super().__call__(step, model)
+
+
+@pytest.mark.parametrize("broken", [_InTrainingMode, _DrawsANumber])
+def test_the_bitwise_check_catches_a_recorder_that_disturbs_the_training(broken):
+    x, twice = _probe()
+    assert not _same_run(_train_small(), _train_small(broken(x, repeated=twice, every=2)))
+
+
+def test_the_recorded_scores_are_the_models_own_at_those_steps():
+    x, twice = _probe()
+    recorder = InductionRecorder(x, repeated=twice, every=5)
+    model, _ = _train_small(recorder, dropout=0.0)
+    torch.manual_seed(0)
+    untrained = TinyLM(TinyLMConfig(**SMALL, dropout=0.0)).eval()
+    for index, m in ((0, untrained), (-1, model.eval())):  # step 0 and step 10
+        with torch.no_grad():
+            _, w = m(x, return_weights=True)  # (N, L, H, T, T)
+        torch.testing.assert_close(recorder.previous[index], source_shares(w, offsets=1))
+        rule = after_previous_occurrence(x)
+        torch.testing.assert_close(recorder.prefix[index], source_shares(w, keys=rule))
+        torch.testing.assert_close(recorder.losses[index], loss_per_position(m, twice).mean(0))
+    assert recorder.steps == [0, 5, 10]
+
+
+def test_the_recorder_restores_each_modules_mode_and_takes_a_one_layer_model():
+    model = TinyLM(TinyLMConfig(**{**SMALL, "n_layers": 1, "residual": True}))
+    model.train()
+    model.attn.eval()  # a mixed state, as a learner might leave it
+    x, twice = _probe()
+    keys = torch.zeros(32, 32, dtype=torch.bool)
+    keys[5, 4] = True  # only query 5, on key 4
+    recorder = InductionRecorder(x, repeated=twice[:, :20], previous_keys=keys)
+    recorder(0, model)
+    recorder(3, model)  # not a multiple of every=10: nothing recorded
+    assert model.training and not model.attn.training
+    assert recorder.steps == [0] and recorder.previous.shape == (1, 1, 2)
+    with torch.no_grad():
+        _, w = model.eval()(x, return_weights=True)  # (N, H, T, T)
+    torch.testing.assert_close(recorder.previous[0, 0], w[:, :, 5, 4].mean(0))
+    assert recorder.losses.shape == (1, 19)  # repeated rows of another length: run apart
+
+
+def test_train_calls_on_step_before_the_first_step_and_after_each():
+    calls = []
+    _train_small(lambda step, model: calls.append((step, model.training)))
+    assert calls == [(0, True)] + [(s, True) for s in range(1, 11)]
+    with raises(TypeError, "on_step must be a function", "int"):
+        train_tiny_lm("induction", n_rows=64, progress=False, on_step=3)
+    with raises(ValueError, "rows must be (N, T) token ids", "(4,)"):
+        InductionRecorder(torch.zeros(4, dtype=torch.long))
+    with raises(ValueError, "every=0"):
+        InductionRecorder(_probe()[0], every=0)
+
+
+# --- the in-context learning score on repeated rows -----------------------------------
+
+
+def test_repeated_rows_are_distinct_ids_twice():
+    x = repeated_rows(50, 16, generator=torch.Generator().manual_seed(0))
+    assert x.shape == (50, 32) and x.dtype == torch.int64
+    assert torch.equal(x[:, :16], x[:, 16:])
+    assert all(len(set(row[:16])) == 16 for row in x.tolist())
+    with raises(ValueError, "half=40", "vocab_size=32"):
+        repeated_rows(2, 40)
+
+
+def test_loss_per_position_is_the_cross_entropy_of_each_next_id():
+    torch.manual_seed(0)
+    model = TinyLM(TinyLMConfig(**SMALL, dropout=0.5))  # in training mode, with dropout
+    x = repeated_rows(4, 16, generator=torch.Generator().manual_seed(2))
+    losses = loss_per_position(model, x)
+    assert model.training  # the mode is restored
+    model.eval()
+    with torch.no_grad():
+        logp = model(x).log_softmax(-1)  # (N, T, V)
+    for n in range(4):
+        for t in range(31):
+            assert losses[n, t].item() == pytest.approx(-logp[n, t, x[n, t + 1]].item(), abs=1e-5)
+
+
+def test_icl_score_is_the_second_copy_minus_the_first():
+    losses = torch.tensor([[4.0, 4.0, 9.0, 1.0, 2.0], [3.0, 5.0, 0.0, 1.0, 1.0]])  # half = 3
+    # first copy: columns 0, 1; the second copy's first id (column 2) is left out; second: 3, 4
+    torch.testing.assert_close(icl_score(losses), torch.tensor([1.5 - 4.0, 1.0 - 4.0]))
+    with raises(ValueError, "4 positions", "odd"):
+        icl_score(torch.zeros(4))
+
+
+# --- repeats of any length, and the ideal rule -----------------------------------------
+
+
+@pytest.mark.parametrize("segment", [2, 5, 16])
+def test_repeat_batch_repeats_one_segment_and_scores_its_second_copy(segment):
+    x, y = repeat_batch(200, segment, generator=torch.Generator().manual_seed(segment))
+    assert x.shape == y.shape == (200, 32)
+    for row, target in zip(x.tolist(), y.tolist()):
+        scored = [p for p, t in enumerate(target) if t != IGNORE_INDEX]
+        assert len(scored) == segment - 1 and scored == list(range(scored[0], scored[-1] + 1))
+        second = scored[0]
+        copy = row[second : second + segment]
+        assert any(  # an earlier copy, at least `segment` before
+            row[a : a + segment] == copy for a in range(0, second - segment + 1)
+        )
+        assert all(target[p] == row[p + 1] for p in scored)
+    repeats = [len(set(row)) < 32 - segment for row in x.tolist()]
+    assert sum(repeats) > 150  # ids recur outside the copy, unlike the task's rows
+    with raises(ValueError, "segment=17", "2 to 16"):
+        repeat_batch(2, 17)
+    with raises(ValueError, "segment=1"):
+        repeat_batch(2, 1)
+
+
+def test_after_previous_guess_is_the_id_after_the_most_recent_earlier_occurrence():
+    x, _ = repeat_batch(60, 4, generator=torch.Generator().manual_seed(3))
+    guess, found = after_previous_guess(x)
+    for row, g, f in zip(x.tolist(), guess.tolist(), found.tolist()):
+        for i, token in enumerate(row):
+            earlier = [j for j in range(i) if row[j] == token]  # occurrences before i
+            assert f[i] == bool(earlier)
+            if earlier:
+                assert g[i] == row[earlier[-1] + 1]  # the id just after the latest one
+    assert after_previous_guess(torch.tensor([[3, 3, 1]]))[0].tolist() == [[0, 3, 0]]
+
+
 # --- the pictures -----------------------------------------------------------------------
 
 
@@ -165,6 +378,37 @@ def test_plot_runs_draws_one_line_per_seed_and_one_legend_entry_per_group():
         plot_runs({"2 layers": []}, "accuracy")
 
 
+def test_plot_run_panels_stacks_panels_on_one_step_axis_with_one_colour_per_label():
+    accuracy = {"2 layers": [[0.1, 0.5, 0.9, 1.0]], "1 layer": [[0.1, 0.1, 0.1, 0.1]]}
+    scores = {"2 layers": [[0.1, 0.8], [0.2, 0.9]]}
+    fig = plot_run_panels(
+        [
+            {"runs": accuracy, "ylabel": "accuracy"},
+            {"runs": scores, "steps": {"2 layers": [0, 4]}, "ylabel": "score",
+             "levels": {"even spread": 0.1}},
+        ],
+        marks={"phase change": [3]},
+        title="while training",
+    )  # fmt: skip
+    top, bottom = fig.axes
+    assert top.get_shared_x_axes().joined(top, bottom)
+    assert [list(line.get_xdata()) for line in bottom.get_lines()[:2]] == [[0, 4], [0, 4]]
+    two_top, two_bottom = top.get_lines()[0].get_color(), bottom.get_lines()[0].get_color()
+    assert to_hex(two_top) == to_hex(two_bottom) != to_hex(top.get_lines()[1].get_color())
+    assert [line for line in bottom.get_lines() if list(line.get_xdata()) == [3, 3]]  # the mark
+    top_labels = [t.get_text() for t in top.get_legend().get_texts()]
+    bottom_labels = [t.get_text() for t in bottom.get_legend().get_texts()]
+    assert top_labels == ["2 layers", "1 layer", "phase change"]
+    assert bottom_labels == ["2 layers", "even spread"]  # the mark listed once, on top
+    assert top.get_title() == "while training" and bottom.get_xlabel() == "optimiser step"
+    w, h = fig.get_size_inches() * fig.dpi
+    assert w <= 1280 and h <= 800
+    with raises(ValueError, "'2 layers'", "4 values", "steps gives 2"):
+        plot_run_panels([{"runs": accuracy, "steps": {"2 layers": [0, 4]}, "ylabel": "a"}])
+    with raises(ValueError, "panels is empty"):
+        plot_run_panels([])
+
+
 def test_outline_block_boxes_the_same_cells_on_every_panel():
     w = torch.softmax(torch.randn(2, 10, 10).masked_fill(causal_mask(10), -math.inf), -1)
     fig = plot_heads(w, tokens=list(range(10)), mask=causal_mask(10))
@@ -186,6 +430,17 @@ def test_outline_block_boxes_the_same_cells_on_every_panel():
         outline_block(fig, range(3, 3), range(1, 4), "empty")
 
 
+def test_outline_block_can_box_one_panel_only():
+    w = torch.softmax(torch.randn(2, 10, 10).masked_fill(causal_mask(10), -math.inf), -1)
+    fig = plot_heads(w, tokens=list(range(10)), mask=causal_mask(10))
+    outline_block(fig, range(6, 9), range(1, 4), "the repeat", panels=[1])
+    panels = [ax for ax in fig.axes if ax.images]
+    boxed = [[p for p in ax.patches if p.get_gid() == "outlined block"] for ax in panels]
+    assert [len(b) for b in boxed] == [0, 1]  # the layer-1 panel only
+    with raises(ValueError, "panels=[2]", "2 heatmap panel(s)"):
+        outline_block(fig, range(6, 9), range(1, 4), "x", panels=[2])
+
+
 def test_the_circuit_diagram_names_the_row_the_positions_and_the_sizes():
     row = [9, 3, 4, 5, 8, 3, 4, 5]  # 3 4 5 repeats; at p = 6 (token 4) the answer is 5
     fig = induction_circuit(row, 6, 64, 4)
@@ -194,8 +449,15 @@ def test_the_circuit_diagram_names_the_row_the_positions_and_the_sizes():
         assert text in shown, text
     assert "predicts 5" in shown and "token at 7" in shown
     assert "D = 64" in shown and "4 heads" in shown and "d_head = 16" in shown and "T = 8" in shown
-    gids = {p.get_gid() for ax in fig.axes for p in ax.patches}
-    assert {"token 2", "token 3", "token 6", "previous 3", "query", "key"} <= gids
+    gids = [p.get_gid() for ax in fig.axes for p in ax.patches]
+    assert {"token 2", "token 3", "token 6", "stream 3", "sum 3", "query", "key"} <= set(gids)
+    # the stream is ONE vector per position (a sum), not two boxes side by side
+    streams = [p for ax in fig.axes for p in ax.patches if str(p.get_gid()).startswith("stream")]
+    tokens = [p for ax in fig.axes for p in ax.patches if p.get_gid() == "token 3"]
+    assert sorted(p.get_gid() for p in streams) == ["stream 3", "stream 6"]
+    assert all(p.get_width() == tokens[0].get_width() for p in streams)
+    assert not any(str(g).startswith(("own", "previous")) for g in gids)
+    assert "5 + " in shown and "a box of the stream is one vector of D = 64" in shown
     sizes = [t.get_fontsize() for ax in fig.axes for t in ax.texts]
     assert min(sizes) >= 9
     w, h = fig.get_size_inches() * fig.dpi

@@ -30,6 +30,7 @@ from .i18n import error_text
 from .latent import check_latent_rope
 from .masks import build_mask
 from .rope import check_rope_width
+from .smear import check_smear
 
 POSITIONS = ("learned", "rope", "none")
 
@@ -66,6 +67,9 @@ class DecoderConfig:
             every block is then a ``LatentAttention`` caching d_latent numbers per token.
         mlp: the block: False for attention only (``TinyLM``); True for GPT-2's pre-layer-norm
             block, x + attn(ln1(x)) then x + mlp(ln2(x)), with a final layer norm (``CharLM``).
+        smear_keys: Olsson et al.'s smeared keys in every block: each key a learned mix of
+            its own token's key and the previous one's (smear.py; notebook 10's one-layer
+            model that can form an induction head). False (the default) changes nothing.
     """
 
     vocab_size: int
@@ -85,6 +89,7 @@ class DecoderConfig:
     rope_base: float = 10_000.0
     d_latent: int | None = None
     mlp: bool = False
+    smear_keys: bool = False
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "context_length"):
@@ -133,6 +138,14 @@ class DecoderConfig:
                         "from it; leave n_kv_heads out"
                     ).format(n_kv_heads=self.n_kv_heads)
                 )
+        object.__setattr__(self, "smear_keys", check_smear(self.smear_keys))
+        if self.smear_keys and self.d_latent is not None:
+            raise ValueError(
+                error_text(
+                    "smear_keys=True does not apply with d_latent: latent attention makes its "
+                    "keys from a cached latent; leave one of them out"
+                )
+            )
 
     @property
     def d_head(self) -> int:
@@ -175,6 +188,7 @@ class DecoderConfig:
             "rope": self.rope,
             "rope_base": self.rope_base,
             "d_latent": self.d_latent,
+            "smear_keys": self.smear_keys,
         }
 
     def replace(self, **changes) -> DecoderConfig:

@@ -47,10 +47,20 @@ def make_attention(
     n_kv_heads: int | None = None,
     rope: bool = False,
     rope_base: float = 10_000.0,
+    smear_keys: bool = False,
     **options,
 ) -> MultiHeadSelfAttention | LatentAttention:
     """One block's attention: ``LatentAttention`` with ``d_latent``, else
-    ``MultiHeadSelfAttention``; ``options`` are dropout, biases, mask_kind and window."""
+    ``MultiHeadSelfAttention``; ``options`` are dropout, biases, mask_kind and window.
+    ``smear_keys`` (smear.py) applies to ``MultiHeadSelfAttention`` only (the config
+    refuses it with ``d_latent``)."""
+    if d_latent is not None and smear_keys:
+        raise ValueError(
+            error_text(
+                "smear_keys=True does not apply with d_latent: latent attention makes its "
+                "keys from a cached latent; leave one of them out"
+            )
+        )
     if d_latent is not None:
         return LatentAttention(d_model, n_heads, context_length, d_latent, rope=rope, **options)
     return MultiHeadSelfAttention(
@@ -60,6 +70,7 @@ def make_attention(
         n_kv_heads=n_kv_heads,
         rope=rope,
         rope_base=rope_base,
+        smear_keys=smear_keys,
         **options,
     )
 

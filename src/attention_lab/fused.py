@@ -26,6 +26,11 @@ Today's switches (each equal to the chapter's block in its limit case, tested):
 * ``cache=``: a ``LayerCache`` (kv_cache.py) -- the block appends this call's keys and
   values, and the new tokens attend over everything kept (a sliding window keeps its
   window only). A chunk of several tokens (prefill) works too.
+* ``smear_keys=True``: Olsson et al.'s smeared keys (smear.py, notebook 10): each key a
+  learned mix of its own token's key and the previous token's, one α per key/value head
+  (the parameter ``smear_alpha``). The cache keeps the keys before the smear and smears
+  them after each update; a sliding window with a cache is refused (the first key kept
+  would need the one before it, already dropped).
 
 Two paths compute the same thing (the tests hold them equal):
 * ``forward(x)`` uses ``F.scaled_dot_product_attention`` -- fused kernels, no weights
@@ -54,6 +59,8 @@ from .kv_cache import LayerCache
 from .masks import build_mask, offset_mask, to_sdpa_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .rope import apply_rope, check_rope_width, rope_cos_sin
+from .smear import check_smear
+from .smear import smear_keys as smear
 
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
@@ -106,6 +113,9 @@ class MultiHeadSelfAttention(nn.Module):
             block; 1 is multi-query attention (notebook 12_attention_in_todays_llms).
         rope: rotate q and k by their positions (RoPE, rope.py); needs an even d_head.
         rope_base: RoPE's base (10,000 as in Llama 2).
+        smear_keys: mix each key with the previous token's key, σ(α_h) k_j + (1 - σ(α_h))
+            k_{j-1}, one learned α_h per key/value head (``smear_alpha``, starting at 0);
+            False (default) adds no parameter (smear.py, notebook 10).
     """
 
     def __init__(
@@ -121,6 +131,7 @@ class MultiHeadSelfAttention(nn.Module):
         n_kv_heads: int | None = None,
         rope: bool = False,
         rope_base: float = 10_000.0,
+        smear_keys: bool = False,
     ):
         super().__init__()
         self.d_head = check_heads(d_model, n_heads)
@@ -139,12 +150,16 @@ class MultiHeadSelfAttention(nn.Module):
         self.qkv = nn.Linear(self.d_model, self.d_model + 2 * kv_dim, bias=qkv_bias)
         self.out_proj = nn.Linear(self.d_model, self.d_model, bias=out_bias)
         self.register_buffer("mask", mask, persistent=False)
+        self.smear_keys = check_smear(smear_keys)
+        if self.smear_keys:  # made last and from zeros: the other weights draw as before
+            self.smear_alpha = nn.Parameter(torch.zeros(self.n_kv_heads))  # (n_kv,): σ(0) = 1/2
 
     def project(
         self, x: torch.Tensor, start: int = 0
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x (B, T, D) at positions start .. start + T - 1 -> q (B, H, T, d_head) and k, v
-        (B, n_kv_heads, T, d_head); with ``rope``, q and k are rotated (v never is)."""
+        (B, n_kv_heads, T, d_head); with ``rope``, q and k are rotated (v never is). The keys
+        are those before ``smear_keys`` mixes them (``forward`` smears them)."""
         kv_dim = self.n_kv_heads * self.d_head
         q, k, v = self.qkv(x).split([self.d_model, kv_dim, kv_dim], dim=-1)  # (B, T, D|kv_dim)
         q = split_heads(q, self.n_heads)  # (B, H, T, d_head)
@@ -174,6 +189,14 @@ class MultiHeadSelfAttention(nn.Module):
             mask = self.mask[:T, :T]  # (T, T), True = blocked
             causal = self.mask_kind == "causal"
         else:
+            if self.smear_keys and self.mask_kind == "sliding":
+                raise ValueError(
+                    error_text(
+                        "a sliding window drops old keys from the cache, but with smear_keys "
+                        "the first key kept needs the one before it; run this block without "
+                        "a cache (generate with use_cache=False), or use mask_kind='causal'"
+                    )
+                )
             k, v = cache.update(k, v, window=self.window)  # 2 x (B, n_kv, T_k, d_head)
             # one new token sees every key kept (the cache keeps only its window): no mask
             mask = (
@@ -182,6 +205,8 @@ class MultiHeadSelfAttention(nn.Module):
                 else offset_mask(self.mask_kind, start, T, k.shape[2], self.window, x.device)
             )
             causal = False
+        if self.smear_keys:  # the keys from position 0 on: the call's, or the whole cache's
+            k = smear(k, self.smear_alpha)  # (B, n_kv, T_k, d_head)
         n_rep = self.n_heads // self.n_kv_heads
         p = self.dropout.p if self.training else 0.0
         if return_weights:
@@ -207,9 +232,11 @@ class MultiHeadSelfAttention(nn.Module):
         window = f", window={self.window}" if self.mask_kind == "sliding" else ""
         kv = f", n_kv_heads={self.n_kv_heads}" if self.n_kv_heads != self.n_heads else ""
         rope = f", rope=True, rope_base={self.rope_base:g}" if self.rope else ""
+        smeared = ", smear_keys=True" if self.smear_keys else ""
         return (
             f"d_model={self.d_model}, n_heads={self.n_heads}, d_head={self.d_head}, "
-            f"context_length={self.context_length}, mask_kind={self.mask_kind!r}{window}{kv}{rope}"
+            f"context_length={self.context_length}, mask_kind={self.mask_kind!r}{window}{kv}"
+            f"{rope}{smeared}"
         )
 
     # --- weight conversion ---------------------------------------------------------------
@@ -217,7 +244,8 @@ class MultiHeadSelfAttention(nn.Module):
     # sources have neither). to_torch and to_separate give the same function for any
     # n_kv_heads: each key/value head's rows are copied to every query head of its group
     # (repeat_kv on the weights), so the copy has H key/value heads and the memory of plain
-    # multi-head attention. A block with RoPE converts to neither: they have no rotation.
+    # multi-head attention. A block with RoPE or smeared keys converts to neither: they have
+    # no rotation and no smear.
 
     def _refuse_rope(self, method: str, target: str) -> None:
         if self.rope:
@@ -226,6 +254,14 @@ class MultiHeadSelfAttention(nn.Module):
                     "{method}() cannot convert a block with rope=True: {target} has no rotary "
                     "positions, so no weights give the same function; keep this block, or "
                     "build one with rope=False"
+                ).format(method=method, target=target)
+            )
+        if self.smear_keys:
+            raise ValueError(
+                error_text(
+                    "{method}() cannot convert a block with smear_keys=True: {target} makes "
+                    "each key from its own token only, so no weights give the same function; "
+                    "keep this block, or build one with smear_keys=False"
                 ).format(method=method, target=target)
             )
 

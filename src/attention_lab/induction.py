@@ -16,24 +16,38 @@ Notebook 10's helpers: ``copy_starts`` (where a row's two copies start),
 ``in_context_guess`` (the baseline: a guess among the ids already seen, computed exactly),
 ``phase_change_step`` (the first step a training curve reaches a level) and
 ``split_lookup_batch`` (a lookup with the key and the value in separate tokens, which the
-trained model is tried on without training).
+trained model is tried on without training). For the heads forming while the model trains
+and for what the circuit does beyond the task:
+
+* ``InductionRecorder``: ``train(..., on_step=recorder)`` measures, every few steps, each
+  head's previous-token and prefix-matching scores and the loss along repeated rows,
+  without changing the training;
+* ``repeated_rows``, ``loss_per_position`` and ``icl_score``: Olsson et al.'s in-context
+  learning score, the loss late in a context minus the loss early, on rows that are a
+  random string twice;
+* ``repeat_batch`` and ``after_previous_guess``: a segment of any length repeated in rows of
+  uniformly random ids (so ids also recur outside the copy), and the ideal rule to measure
+  a model against there: the token after the most recent earlier occurrence.
 """
 
 from __future__ import annotations
 
-import torch
+from dataclasses import dataclass, field
 
-from ._checks import check_positive
+import torch
+import torch.nn.functional as F
+
+from ._checks import as_size, check_positive
 from .i18n import error_text
 
 INDUCTION_SEGMENT = 8  # the length of the repeated segment of "induction"
 
 
-def induction_placements(context_length: int) -> torch.Tensor:
+def induction_placements(context_length: int, segment: int = INDUCTION_SEGMENT) -> torch.Tensor:
     """(P, 2) int64: every (start of the first copy, start of the second) that fits in
-    ``context_length``: the second starts at least ``INDUCTION_SEGMENT`` after the first
-    and ends inside the row. A row draws one of them, each equally likely (153 at T = 32)."""
-    L, T = INDUCTION_SEGMENT, context_length
+    ``context_length``: the second starts at least ``segment`` after the first and ends
+    inside the row. A row draws one of them, each equally likely (153 at T = 32, segment 8)."""
+    L, T = segment, context_length
     return torch.tensor([(a, b) for b in range(L, T - L + 1) for a in range(b - L + 1)])
 
 
@@ -86,7 +100,12 @@ def copy_starts(x: torch.Tensor, y: torch.Tensor, ignore_index: int = -100) -> t
 
 
 def in_context_guess(
-    x: torch.Tensor, y: torch.Tensor, *, once: bool = False, ignore_index: int = -100
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    once: bool = False,
+    loss: bool = False,
+    ignore_index: int = -100,
 ) -> float:
     """The accuracy of a guess among the ids already seen, at the scored positions.
 
@@ -97,6 +116,10 @@ def in_context_guess(
     Returns the mean of that probability over every scored position: the expected
     accuracy, computed exactly (no sampling). In ``"induction"`` rows the target is always
     a candidate either way: it occurred once before, in the first copy.
+
+    ``loss=True`` returns the guess's cross-entropy instead, in nats: the mean over the
+    scored positions of -ln(1 / number of candidates), the loss of a model that spreads its
+    probability evenly over the candidates (infinite if a target is not among them).
     """
     scored = _check_rows(x, y, ignore_index)  # (N, T)
     V = int(max(x.max(), y.max())) + 1
@@ -105,6 +128,8 @@ def in_context_guess(
     target = y.clamp(min=0)[..., None]  # (N, T, 1): any id where unscored
     hit = candidate.gather(2, target)[..., 0].float()  # (N, T): is the target a candidate?
     chance = hit / candidate.sum(dim=2).clamp(min=1)  # (N, T)
+    if loss:
+        return (-chance[scored].double().log()).mean().item()
     return chance[scored].mean().item()
 
 
@@ -163,6 +188,231 @@ def split_lookup_batch(
     y = torch.full_like(x, ignore_index)  # (N, 4P)
     y[:, 2 * P :: 2] = asked_values  # at each query's key: its value
     return x, y
+
+
+def repeat_batch(
+    n_rows: int,
+    segment: int,
+    context_length: int = 32,
+    vocab_size: int = 32,
+    generator: torch.Generator | None = None,
+    ignore_index: int = -100,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of uniformly random ids with one segment repeated: ``(inputs, targets)``, both
+    (n_rows, context_length) int64.
+
+    Unlike ``"induction"`` rows, every id (the segment's too) is drawn uniformly from all
+    ``vocab_size`` ids, with repeats: an id may recur outside the copy, inside the segment,
+    or between the copies. The segment, ``segment`` ids long (2 .. context_length // 2),
+    appears twice, placed as in ``induction_placements``. Scored, as in the task, are the
+    second copy's 1st .. (segment - 1)th positions, with the copy's next id as target.
+    """
+    n_rows, T = check_positive("n_rows", n_rows), check_positive("context_length", context_length)
+    V, L = check_positive("vocab_size", vocab_size), as_size(segment)
+    if L is None or not 2 <= L <= T // 2:
+        raise ValueError(
+            error_text(
+                "segment={segment} does not fit twice in context_length={T} with a scored "
+                "position; pass a segment length from 2 to {most}"
+            ).format(segment=repr(segment), T=T, most=T // 2)
+        )
+    row = torch.randint(V, (n_rows, T), generator=generator)  # (N, T): random ids, repeats allowed
+    ids = torch.randint(V, (n_rows, L), generator=generator)  # (N, L): the segment
+    places = induction_placements(T, L)  # (P, 2)
+    first, second = places[torch.randint(len(places), (n_rows,), generator=generator)].unbind(1)
+    span, rows = torch.arange(L), torch.arange(n_rows)[:, None]  # (L,), (N, 1)
+    row[rows, first[:, None] + span] = ids  # the first copy
+    row[rows, second[:, None] + span] = ids  # the second copy
+    y = torch.full((n_rows, T), ignore_index)  # (N, T)
+    scored = second[:, None] + span[: L - 1]  # (N, L - 1): the copy's 1st .. (L-1)th positions
+    y[rows, scored] = row[rows, scored + 1]  # the copy's next ids
+    return row, y
+
+
+def after_previous_guess(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ideal induction rule on rows ``x`` (N, T): at each position i, the id just after
+    the most recent earlier occurrence of x[i] (the key j <= i with x[j - 1] == x[i] that is
+    latest, ``interventions.after_previous_occurrence``).
+
+    Returns ``(guess, found)``, both (N, T): the guessed id (0 where there is none) and
+    whether x[i] occurred before, so that the rule has a guess at all.
+    """
+    from .interventions.sources import after_previous_occurrence  # lazily: no import cycle
+
+    rule = after_previous_occurrence(x)  # (N, T, T)
+    positions = torch.arange(x.shape[1], device=x.device)  # (T,)
+    latest = torch.where(rule, positions, -1).amax(dim=-1)  # (N, T): -1 where none
+    found = latest >= 0  # (N, T)
+    return x.gather(1, latest.clamp(min=0)).masked_fill(~found, 0), found
+
+
+def repeated_rows(
+    n_rows: int, half: int, vocab_size: int = 32, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """(n_rows, 2 * half) int64: ``half`` different ids drawn at random, then the same again.
+
+    The only way to predict an id of the second copy is to find it in the first: Olsson et
+    al.'s test rows (random tokens, repeated). The ids of a row are distinct, so nothing
+    else in the row recurs.
+    """
+    n_rows, half = check_positive("n_rows", n_rows), check_positive("half", half)
+    if half > vocab_size:
+        raise ValueError(
+            error_text(
+                "half={half} different ids do not exist among vocab_size={vocab_size} ids; "
+                "pass half <= {vocab_size}"
+            ).format(half=half, vocab_size=vocab_size)
+        )
+    ids = torch.rand(n_rows, vocab_size, generator=generator).argsort(dim=1)[:, :half]  # (N, half)
+    return torch.cat([ids, ids], dim=1)  # (N, 2 * half)
+
+
+@torch.no_grad()
+def loss_per_position(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """(N, T) ids -> (N, T - 1): the cross-entropy (nats) of each next id, x[:, 1:].
+
+    Column t is the loss of predicting x[:, t + 1] from x[:, :t + 1]. The model runs in
+    eval mode (its modes are restored afterwards) and without gradients.
+    """
+    with _evaluating(model):
+        logits = model(x)  # (N, T, vocab)
+    return F.cross_entropy(logits[:, :-1].transpose(1, 2), x[:, 1:], reduction="none")  # (N, T-1)
+
+
+def icl_score(losses: torch.Tensor) -> torch.Tensor:
+    """Olsson et al.'s in-context learning score on rows that are a string twice: the loss
+    late in the context minus the loss early, here the mean loss on the second copy minus
+    the mean loss on the first.
+
+    ``losses`` (..., 2 * half - 1), from ``loss_per_position`` on ``repeated_rows``: columns
+    0 .. half - 2 predict the first copy's ids 1 .. half - 1, columns half .. 2 half - 2 the
+    second copy's; column half - 1 (the second copy's first id) is left out, as each copy's
+    first id is. Returns (...): negative when the second copy is easier.
+    """
+    n = losses.shape[-1]
+    if n % 2 == 0 or n < 3:
+        raise ValueError(
+            error_text(
+                "losses has {n} positions, but rows that are a string twice give an odd "
+                "number, 2 * half - 1 >= 3; pass loss_per_position(model, repeated_rows(...))"
+            ).format(n=n)
+        )
+    half = (n + 1) // 2
+    return losses[..., half:].mean(dim=-1) - losses[..., : half - 1].mean(dim=-1)
+
+
+class _evaluating:
+    """Eval mode for every submodule inside the block, each one's own mode restored after."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+
+    def __enter__(self):
+        self.modes = [(m, m.training) for m in self.model.modules()]
+        self.model.eval()
+        return self.model
+
+    def __exit__(self, *exc):
+        for module, training in self.modes:
+            module.training = training
+        return False
+
+
+@dataclass
+class InductionRecorder:
+    """Measure a model every ``every`` optimiser steps while it trains:
+    ``train(model, "induction", on_step=recorder)`` or ``train_tiny_lm(..., on_step=recorder)``.
+
+    At each recorded step (0, before the first step, then every ``every``-th) it runs the
+    model in eval mode, without gradients, on ``rows`` (N, T) and stores, for every layer
+    and head:
+
+    * the **previous-token score**: the mean weight on key i - 1 (``previous_keys``: a bool
+      rule (T, T) or (N, T, T), by default key i - 1 for every query i >= 1; notebook 10
+      passes the queries of the first copy);
+    * the **prefix-matching score**: the mean weight on the keys just after an earlier
+      occurrence of the query's token (``after_previous_occurrence(rows)``), over the queries
+      that have one;
+
+    and, given ``repeated`` rows (a string twice, ``repeated_rows``), the mean loss at each
+    of their positions, from which ``icl`` gives Olsson's in-context learning score.
+
+    It draws no random number and changes no weight, and it puts every module back in its
+    own mode: a run with it is bitwise the run without it (tests/test_induction.py).
+    """
+
+    rows: torch.Tensor
+    repeated: torch.Tensor | None = None
+    every: int = 10
+    previous_keys: torch.Tensor | None = None
+    steps: list[int] = field(default_factory=list)
+    _previous: list[torch.Tensor] = field(default_factory=list, repr=False)
+    _prefix: list[torch.Tensor] = field(default_factory=list, repr=False)
+    _losses: list[torch.Tensor] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        from .interventions.sources import after_previous_occurrence  # lazily: no cycle
+
+        self.every = check_positive("every", self.every)
+        ok = isinstance(self.rows, torch.Tensor) and self.rows.dim() == 2
+        if not ok or self.rows.is_floating_point():
+            raise ValueError(
+                error_text(
+                    "rows must be (N, T) token ids, got {rows}; pass e.g. the inputs of "
+                    "make_batch('induction', 128)"
+                ).format(rows=tuple(getattr(self.rows, "shape", ())) or type(self.rows).__name__)
+            )
+        T = self.rows.shape[1]
+        if self.previous_keys is None:
+            i = torch.arange(T)
+            self.previous_keys = i[None, :] == i[:, None] - 1  # (T, T): key i - 1
+        self.prefix_keys = after_previous_occurrence(self.rows)  # (N, T, T)
+
+    def __call__(self, step: int, model: torch.nn.Module) -> None:
+        if step % self.every:
+            return
+        from .interventions.sources import source_shares  # lazily: no import cycle
+
+        device = next(model.parameters()).device
+        N, rows = len(self.rows), self.rows
+        together = self.repeated is not None and self.repeated.shape[1] == rows.shape[1]
+        if together:  # one forward for both batches: the rows the model runs are independent
+            rows = torch.cat([rows, self.repeated])  # (N + N_r, T)
+        with torch.no_grad(), _evaluating(model):
+            logits, w = model(rows.to(device), return_weights=True)  # (.., T, V), (.., L, H, T, T)
+            w = (w if w.dim() == 5 else w[:, None])[:N].cpu()  # (N, L, H, T, T)
+            self._previous.append(source_shares(w, keys=self.previous_keys))  # (L, H)
+            self._prefix.append(source_shares(w, keys=self.prefix_keys))  # (L, H)
+            if together:
+                x, logits = rows[N:].to(device), logits[N:]  # (N_r, T), (N_r, T, V)
+                losses = F.cross_entropy(
+                    logits[:, :-1].transpose(1, 2), x[:, 1:], reduction="none"
+                )  # (N_r, T - 1)
+                self._losses.append(losses.mean(dim=0).cpu())  # (T - 1,)
+            elif self.repeated is not None:
+                losses = loss_per_position(model, self.repeated.to(device))  # (N_r, T' - 1)
+                self._losses.append(losses.mean(dim=0).cpu())  # (T' - 1,)
+        self.steps.append(step)
+
+    @property
+    def previous(self) -> torch.Tensor:
+        """(R, L, H): each recorded step's previous-token score per layer and head."""
+        return torch.stack(self._previous)
+
+    @property
+    def prefix(self) -> torch.Tensor:
+        """(R, L, H): each recorded step's prefix-matching score per layer and head."""
+        return torch.stack(self._prefix)
+
+    @property
+    def losses(self) -> torch.Tensor:
+        """(R, T - 1): each recorded step's mean loss per position on ``repeated``."""
+        return torch.stack(self._losses)
+
+    @property
+    def icl(self) -> torch.Tensor:
+        """(R,): each recorded step's in-context learning score (``icl_score``)."""
+        return icl_score(self.losses)
 
 
 def _check_rows(x: torch.Tensor, y: torch.Tensor, ignore_index: int) -> torch.Tensor:

@@ -3,7 +3,10 @@
 * ``plot_runs``: training curves of several seeds per model, one colour per model, one
   thin line per seed, with levels to compare against (a baseline, chance) and marked steps
   (each seed's phase change).
-* ``outline_block``: a box around the same block of cells on every panel of a
+* ``plot_run_panels``: several such panels stacked on one step axis (the accuracy, the
+  heads' scores recorded every few steps, the in-context learning score), one colour per
+  label in every panel, the same steps marked on each.
+* ``outline_block``: a box around the same block of cells on the panels of a
   ``plot_heads`` figure (the queries of the repeat and the keys of the first copy), with a
   legend entry in the figure's top right corner.
 """
@@ -45,30 +48,11 @@ def plot_runs(
     ``xlabel`` defaults to "optimiser step" (in the reader's language). The legend sits
     right of the axes.
     """
-    if not runs or any(not curves for curves in runs.values()):
-        raise ValueError(
-            error_text(
-                "runs must map each label to a list of curves, one per seed, got {runs}; "
-                "pass e.g. {{'2 layers': [history.step_accuracies]}}"
-            ).format(runs=repr(dict(runs))[:80])
-        )
+    _check_runs(runs)
     fig = LabFigure(figsize=(10, 4.0), dpi=DPI)
     ax = fig.subplots()
-    ax.set_facecolor("white")
-    handles = []
-    for (label, curves), colour in zip(runs.items(), _line_colors(len(runs))):
-        for curve in curves:
-            values = [float(v) for v in curve]
-            ax.plot(range(1, len(values) + 1), values, color=colour, lw=1.0, alpha=0.85)
-        handles.append(Line2D([], [], color=colour, lw=2.0, label=label))
-    for (label, level), style in zip((levels or {}).items(), LEVEL_STYLES * 4):
-        ax.axhline(level, ls=style, color="dimgrey", lw=1.4)
-        handles.append(Line2D([], [], ls=style, color="dimgrey", lw=1.4, label=label))
-    for label, steps in (marks or {}).items():
-        for step in steps:
-            if step is not None:
-                ax.axvline(step, color="black", lw=0.8, alpha=0.6)
-        handles.append(Line2D([], [], color="black", lw=0.8, alpha=0.6, label=label))
+    colours = dict(zip(runs, _line_colors(len(runs))))
+    handles = _draw_runs(ax, runs, colours, None, levels, marks)
     if logx:
         ax.set_xscale("log", base=2)
     if logy:
@@ -79,12 +63,105 @@ def plot_runs(
     return fig
 
 
-def outline_block(fig, rows: range, cols: range, label: str):
-    """Outline the cells ``rows`` x ``cols`` (query positions x key positions) on every
-    heatmap panel of ``fig`` (a ``plot_heads`` figure) and add ``label`` to its legend.
-    Returns ``fig``."""
+def _check_runs(runs) -> None:
+    if not runs or any(not curves for curves in runs.values()):
+        raise ValueError(
+            error_text(
+                "runs must map each label to a list of curves, one per seed, got {runs}; "
+                "pass e.g. {{'2 layers': [history.step_accuracies]}}"
+            ).format(runs=repr(dict(runs))[:80])
+        )
+
+
+def _draw_runs(ax, runs, colours, steps, levels, marks) -> list[Line2D]:
+    """Draw ``runs`` (one thin line per curve, one colour per label) on ``ax``, with its
+    levels and marks; return the legend handles. ``steps``: ``{label: x values}`` for the
+    labels whose curves were recorded at other steps than 1, 2, 3, ..."""
+    ax.set_facecolor("white")
+    handles = []
+    for label, curves in runs.items():
+        for curve in curves:
+            values = [float(v) for v in curve]
+            x = list((steps or {}).get(label, range(1, len(values) + 1)))
+            if len(x) != len(values):
+                raise ValueError(
+                    error_text(
+                        "the curves of {label} have {n} values but steps gives {m}; pass one "
+                        "step per recorded value"
+                    ).format(label=repr(label), n=len(values), m=len(x))
+                )
+            ax.plot(x, values, color=colours[label], lw=1.0, alpha=0.85)
+        handles.append(Line2D([], [], color=colours[label], lw=2.0, label=label))
+    for (label, level), style in zip((levels or {}).items(), LEVEL_STYLES * 4):
+        ax.axhline(level, ls=style, color="dimgrey", lw=1.4)
+        handles.append(Line2D([], [], ls=style, color="dimgrey", lw=1.4, label=label))
+    for label, marked in (marks or {}).items():
+        for step in marked:
+            if step is not None:
+                ax.axvline(step, color="black", lw=0.8, alpha=0.6)
+        handles.append(Line2D([], [], color="black", lw=0.8, alpha=0.6, label=label))
+    return handles
+
+
+def plot_run_panels(
+    panels: Sequence[Mapping],
+    *,
+    marks: Mapping[str, Sequence[int | None]] | None = None,
+    title: str = "",
+    xlabel: str | None = None,
+) -> LabFigure:
+    """Panels of ``plot_runs`` curves, one above the other, on one shared step axis.
+
+    ``panels``: one mapping per panel, with ``"runs"`` ({label: [curve per seed]}, as in
+    ``plot_runs``), ``"ylabel"``, and optionally ``"steps"`` ({label: the step of each value},
+    for curves recorded every few steps, e.g. ``InductionRecorder.steps``) and ``"levels"``
+    ({label: y}, grey lines). A label has one colour in every panel. ``marks`` ({label: [step
+    or None per seed]}) are drawn on every panel, listed in the first panel's legend. Each
+    panel's legend sits right of it.
+    """
+    if not panels:
+        raise ValueError(
+            error_text(
+                "panels is empty; pass one mapping per panel, e.g. [{{'runs': {{'2 layers': "
+                "[curve]}}, 'ylabel': 'accuracy'}}]"
+            )
+        )
+    labels = list(dict.fromkeys(label for panel in panels for label in panel["runs"]))
+    colours = dict(zip(labels, _line_colors(len(labels))))
+    fig = LabFigure(figsize=(10, 0.5 + 2.35 * len(panels)), dpi=DPI)
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    for i, (ax, panel) in enumerate(zip(axes, panels)):
+        _check_runs(panel["runs"])
+        handles = _draw_runs(
+            ax, panel["runs"], colours, panel.get("steps"), panel.get("levels"), marks
+        )
+        if i:  # the marks' legend entry once, in the first panel
+            handles = handles[: len(handles) - len(marks or {})]
+        last = i == len(panels) - 1
+        xlab = (_("optimiser step") if xlabel is None else xlabel) if last else ""
+        _label_axes(ax, xlab, panel["ylabel"], title if i == 0 else "")
+        ax.legend(
+            handles=handles, fontsize=TICK_SIZE, loc="center left", bbox_to_anchor=(1.01, 0.5)
+        )
+    fig.tight_layout()
+    return fig
+
+
+def outline_block(fig, rows: range, cols: range, label: str, panels: Sequence[int] | None = None):
+    """Outline the cells ``rows`` x ``cols`` (query positions x key positions) on the
+    heatmap panels of ``fig`` (a ``plot_heads`` figure) and add ``label`` to its legend.
+    ``panels``: which panels, counted from 0 (None: every one). Returns ``fig``."""
     rows, cols = range(rows.start, rows.stop), range(cols.start, cols.stop)
-    panels = [ax for ax in fig.axes if ax.images and ax.get_visible()]
+    heatmaps = [ax for ax in fig.axes if ax.images and ax.get_visible()]
+    chosen = range(len(heatmaps)) if panels is None else list(panels)
+    if any(not 0 <= i < len(heatmaps) for i in chosen):
+        raise ValueError(
+            error_text(
+                "panels={panels} names a panel this figure lacks: it has {n} heatmap panel(s), "
+                "numbered from 0"
+            ).format(panels=list(chosen), n=len(heatmaps))
+        )
+    panels = [heatmaps[i] for i in chosen]
     if not panels or not len(rows) or not len(cols):
         raise ValueError(
             error_text(

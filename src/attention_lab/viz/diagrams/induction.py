@@ -1,25 +1,46 @@
-"""The induction circuit of notebook 10, drawn on one row of the trained model's input."""
+"""The induction circuit of notebook 10, drawn on one row of the trained model's input.
+
+The residual stream at a position is ONE vector of D numbers: the token's embedding (and its
+position's) plus what layer 0's heads add to it. It is drawn as one box per position, fed by
+a sum (a circled +) of the residual arrow and layer 0's arrow, never as two boxes side by
+side, which would read as a concatenation of 2 D numbers.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from matplotlib.patches import Ellipse
+
 from ...i18n import _, error_text
 from ..canvas import LabFigure
-from ..palette import LABEL_SIZE, TICK_SIZE
-from ._draw import NEUTRAL, _arrow, _box, _canvas, _heads, _label, _own_axes, _size, _title
+from ..palette import LABEL_SIZE, TEXT_COLOR, TICK_SIZE
+from ._draw import (
+    EDGE,
+    NEUTRAL,
+    _arrow,
+    _box,
+    _canvas,
+    _heads,
+    _label,
+    _own_axes,
+    _size,
+    _title,
+    _unclipped,
+)
 
-LAYER0_COLOR = "#EEDD88"  # what layer 0 writes (Paul Tol's "light" yellow): no head colour
 LAYER1_COLOR = "#99DDFF"  # what layer 1 reads and writes (Tol's "light" cyan)
+LAYER0_TEXT = "#6B5E12"  # what layer 0 writes, as text and arrow: a dark olive, readable on grey
 
 
 def induction_circuit(tokens: Sequence, p: int, D: int, H: int) -> LabFigure:
     """How two layers predict the token at ``p + 1`` of a row with a repeat (notebook 10).
 
     ``tokens``: the row (T ids or names); ``p``: a query position whose token A occurred
-    before, at j - 1, with j < p. Layer 0's previous-token heads write A, the token before
-    j, into the residual stream at j (beside j's own token B); at p, a layer-1 head's query
-    (made from A) matches the key made from that copy, and its value brings B to p: the
+    before, at j - 1, with j < p. Layer 0's previous-token heads add A, the token before j,
+    to the residual stream at j, which already holds j's own token B: one vector of D
+    numbers, the sum of the two (drawn as one box fed by a circled +). At p, a layer-1 head's
+    query (made from A) matches the key made from that sum, and its value brings B to p: the
     prediction for p + 1. Drawn with the model's sizes D (d_model) and H (n_heads).
     """
     names = [str(t) for t in tokens]
@@ -37,7 +58,7 @@ def induction_circuit(tokens: Sequence, p: int, D: int, H: int) -> LabFigure:
     j = earlier[-1] + 1
     A, B, before_p = names[p], names[j], names[p - 1]
     fig, ax = _own_axes(12.8, 7.0, top=0.9)
-    _canvas(0, 0, (-0.2, 17.2), (-0.3, 9.3), ax=ax)
+    _canvas(0, 0, (-0.2, 17.2), (-1.0, 9.3), ax=ax)
     cols = {j - 1: 4.6, j: 8.0, p: 14.2}  # x of each position's column (left edge)
     bw = 2.8
 
@@ -55,30 +76,35 @@ def induction_circuit(tokens: Sequence, p: int, D: int, H: int) -> LabFigure:
     _label(ax, 11.6, 0.85, "…", size=LABEL_SIZE + 4)
     _label(ax, 11.6, 3.35, "…", size=LABEL_SIZE + 4)
 
-    # after layer 0: each position keeps its own token and gains the one before it
+    # after layer 0: ONE vector per position, its own token plus what layer 0 adds (a sum)
     half = bw / 2
+    r = 0.2  # the circled + (data units across; drawn round on the page, see _plus)
     for q, own, prev in ((j, B, A), (p, A, before_p)):
         x = cols[q]
-        _arrow(ax, (x + half / 2, 1.35), (x + half / 2, 2.85))
-        _box(ax, x, 2.9, half, 0.9, NEUTRAL, own, size=LABEL_SIZE, gid=f"own {q}")
-        _box(
+        c = x + half  # the column's middle
+        _arrow(ax, (c, 1.35), (c, 2.2 - r))  # the residual: the embedding, kept
+        _plus(ax, c, 2.2, r, gid=f"sum {q}")
+        _arrow(ax, (c, 2.2 + r), (c, 2.85))
+        _box(ax, x, 2.9, bw, 0.9, NEUTRAL, "", gid=f"stream {q}")
+        _label(ax, c, 3.35, f"{own} + ", size=LABEL_SIZE, ha="right")
+        _label(
             ax,
-            x + half,
-            2.9,
-            half,
-            0.9,
-            LAYER0_COLOR,
+            c,
+            3.35,
             _("prev {token}").format(token=prev),
-            size=TICK_SIZE,
+            size=LABEL_SIZE,
+            ha="left",
+            color=LAYER0_TEXT,
             gid=f"previous {q}",
         )
-    _label(ax, cols[p] + half / 2 + 0.15, 2.1, _("residual"), size=TICK_SIZE, ha="left")
-    _arrow(ax, (cols[j - 1] + bw - 0.3, 1.35), (cols[j] + half * 1.5, 2.85), color="#8A7A1E")
+    _label(ax, cols[p] + half + 0.15, 1.75, _("residual"), size=TICK_SIZE, ha="left")
+    _arrow(ax, (cols[p] - 0.9, 1.6), (cols[p] + half - r, 2.2), color=LAYER0_TEXT)  # from p - 1
+    _arrow(ax, (cols[j - 1] + bw - 0.3, 1.35), (cols[j] + half - r, 2.2), color=LAYER0_TEXT)
     _label(
         ax,
         cols[j - 1] + 0.1,
         2.35,
-        _("layer 0: previous-token\nheads copy {token} to {j}").format(token=A, j=j),
+        _("layer 0: previous-token\nheads add {token} at {j}").format(token=A, j=j),
         size=TICK_SIZE,
         ha="right",
     )
@@ -109,8 +135,8 @@ def induction_circuit(tokens: Sequence, p: int, D: int, H: int) -> LabFigure:
         size=TICK_SIZE,
         gid="key",
     )
-    _arrow(ax, (kx + half * 1.5, 3.85), (kx + half * 1.5, 5.45))
-    _arrow(ax, (kx + half / 2, 3.85), (kx + half / 2, 5.45))
+    _arrow(ax, (kx + half * 1.5, 3.85), (kx + half * 1.5, 5.45))  # W_K reads the sum
+    _arrow(ax, (kx + half / 2, 3.85), (kx + half / 2, 5.45))  # W_V reads the same sum
     _arrow(ax, (qx - 0.05, 6.15), (kx + bw + 0.05, 6.15))
     _label(
         ax,
@@ -142,10 +168,25 @@ def induction_circuit(tokens: Sequence, p: int, D: int, H: int) -> LabFigure:
         gid="prediction",
     )
     sizes = _(
-        "sizes: each box of the stream holds D = {D} numbers; each layer has {H} heads, each "
-        "with a query, key and value of d_head = {d_head}; T = {T} positions"
+        "sizes: a box of the stream is one vector of D = {D} numbers, the sum of its token's "
+        "embedding and layer 0's write (not two vectors side by side);\neach layer has {H} "
+        "heads, each with a query, key and value of d_head = {d_head}; T = {T} positions"
     ).format(D=D, H=H, d_head=d_head, T=T)
-    _label(ax, 8.5, -0.15, sizes, size=TICK_SIZE, va="top")
+    _label(ax, 8.5, -0.2, sizes, size=TICK_SIZE, va="top")
     title = _("An induction head: {A} was followed by {B} at {j}, so after {A} at {p} comes {B}")
     _title(fig, ax, title.format(A=A, B=B, j=j, p=p), True)
     return fig
+
+
+def _plus(ax, x, y, r, gid=None):
+    """A circled + centred at (x, y), ``r`` wide in data units and as tall on the page."""
+    width, height = ax.figure.get_size_inches() * ax.get_position().size  # the axes, inches
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    tall = r * (width / (x1 - x0)) / (height / (y1 - y0))  # r on x in inches, in y units
+    ring = Ellipse(
+        (x, y), 2 * r, 2 * tall, facecolor="white", edgecolor=EDGE, lw=1.2, **_unclipped(ax, {})
+    )
+    if gid:
+        ring.set_gid(gid)
+    ax.add_artist(ring)
+    _label(ax, x, y, "+", size=LABEL_SIZE + 2, color=TEXT_COLOR, fontweight="bold")
