@@ -7,11 +7,14 @@ as a teacher types them: build the source assignment, ``nbgrader generate_assign
 ``nbgrader generate_feedback``:
 
 * "full": every answer cell holds the solution, so every exercise gets all its points;
-* "wrong": the same, except that the first graded exercise of each lesson (whose function
-  no other answer calls) returns a perturbed result (its solution, wrapped: tensors shifted
-  by 0.5 or inverted, numbers + 1, a module's output shifted), so exactly those exercises
-  lose their points, and the feedback report shows, in each one's test cell, the message
-  the checker gives for it when run here in-process;
+* "wrong": the same, except that in each lesson the 1st, 3rd, 5th, ... graded exercise
+  (counting those whose function no other answer calls) returns a perturbed result (its
+  solution, wrapped: tensors shifted by 0.5 or inverted, numbers + 1, a module's output
+  shifted), so exactly those exercises lose their points, and the feedback report shows, in
+  each one's test cell, the message the checker gives for it when run here in-process;
+* "others": the same with the 2nd, 4th, ... of each lesson perturbed instead, so that the two
+  together give every such exercise a known-wrong answer, and each keeps right answers beside
+  its wrong ones;
 * "rebind" and "patch": the wrong answers of "wrong", each followed in its answer cell by
   a cheat: a fake checker that always says "passed", bound to the notebook's name
   ``check_x`` ("rebind") or to the attribute ``check_x`` of every attention_lab module that
@@ -195,6 +198,7 @@ class Graded:
     course: Path
     points: dict[str, float]  # grade_id -> points, every test cell
     wrong: list[Wrong]
+    others: list[Wrong] = field(default_factory=list)  # the second half (wrong_answers(half=1))
     scores: dict[str, dict[str, float]] = field(default_factory=dict)  # student -> grade_id
     feedback: dict[str, str] = field(default_factory=dict)  # student -> text of the report
     seconds: dict[str, float] = field(default_factory=dict)
@@ -230,10 +234,12 @@ def _used_elsewhere(source) -> set[str]:
     return used
 
 
-def wrong_answers(source) -> list[Wrong]:
-    """The first graded exercise of each lesson whose checker is given a function that an
-    answer cell defines and no other cell uses, with that answer cell."""
-    wrong, seen, answers = [], set(), {}
+def wrong_answers(source, half: int = 0) -> list[Wrong]:
+    """The known-wrong answers of one submission, each with its answer cell: in each lesson,
+    of the graded exercises whose checker is given a function that an answer cell defines and
+    no other cell uses, the 1st, 3rd, 5th, ... (``half=0``) or the 2nd, 4th, ... (``half=1``).
+    The two halves together cover every such exercise."""
+    wrong, counted, answers = [], {}, {}
     used = _used_elsewhere(source)
     for cell in source.cells:
         meta = _meta(cell)
@@ -244,9 +250,12 @@ def wrong_answers(source) -> list[Wrong]:
             lesson = assignment_cells.lesson_of(cell)
             args = _test_call(cell).args
             fn = args[0].id if args and isinstance(args[0], ast.Name) else None
-            if lesson in seen or fn not in answers or fn in used:
+            if fn not in answers or fn in used:
                 continue
-            seen.add(lesson)
+            index = counted.get(lesson, 0)
+            counted[lesson] = index + 1
+            if index % 2 != half:
+                continue
             exercise = assignment_cells.exercise_of(_test_call(cell))
             wrong.append(Wrong(meta["grade_id"], answers[fn], fn, lesson, exercise))
     return wrong
@@ -392,12 +401,13 @@ def graded(tmp_path_factory) -> Graded:
     source = nbformat.read(course / "source" / ASSIGNMENT / NOTEBOOK, as_version=4)
     seconds["generate_assignment"] = _nbgrader(course, "generate_assignment", ASSIGNMENT)
     release = nbformat.read(course / "release" / ASSIGNMENT / NOTEBOOK, as_version=4)
-    wrong = wrong_answers(source)
-    for w in wrong:
+    wrong, others = wrong_answers(source), wrong_answers(source, half=1)
+    for w in wrong + others:
         w.message = checker_message(source, w)
     for student, nb in (
         ("full", submission(release, source)),
         ("wrong", submission(release, source, wrong)),
+        ("others", submission(release, source, others)),
         ("rebind", submission(release, source, wrong, cheat="rebind")),
         ("patch", submission(release, source, wrong, cheat="patch")),
     ):
@@ -407,10 +417,14 @@ def graded(tmp_path_factory) -> Graded:
     seconds["autograde"] = _nbgrader(course, "autograde", ASSIGNMENT)
     seconds["generate_feedback"] = _nbgrader(course, "generate_feedback", ASSIGNMENT)
     result = Graded(
-        course, {gid: p for gid, _, p in make_assignment.graded(source)}, wrong, seconds=seconds
+        course,
+        {gid: p for gid, _, p in make_assignment.graded(source)},
+        wrong,
+        others,
+        seconds=seconds,
     )
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student in ("full", "wrong", "rebind", "patch"):
+        for student in ("full", "wrong", "others", "rebind", "patch"):
             notebook = gb.find_submission_notebook(Path(NOTEBOOK).stem, ASSIGNMENT, student)
             result.scores[student] = {g.name: g.score for g in notebook.grades}
             report = (
@@ -447,16 +461,61 @@ def test_the_solutions_get_full_marks(graded):
         assert "AssertionError" not in text and "❌ not yet:" not in text, grade_id
 
 
+def test_the_known_wrong_answers_cover_every_exercise_whose_answer_stands_alone():
+    """Every graded exercise whose function an answer cell defines and no other answer uses
+    has a known-wrong answer in one of the two halves, and in one only; every lesson has one
+    in the first half. (The new exercises of each lesson are graded against a wrong answer
+    too, not only the first one.)"""
+    first, second = wrong_answers(SOURCE), wrong_answers(SOURCE, half=1)
+    ids = [w.grade_id for w in first + second]
+    assert len(ids) == len(set(ids))
+    used = _used_elsewhere(SOURCE)
+    defined = {
+        name
+        for c in SOURCE.cells
+        if _meta(c).get("solution")
+        for name in assignment_cells.defined_names(c.source)
+    }
+    standalone = set()
+    for c in SOURCE.cells:
+        if _meta(c).get("grade"):
+            args = _test_call(c).args
+            fn = args[0].id if args and isinstance(args[0], ast.Name) else None
+            if fn in defined and fn not in used:
+                standalone.add(_meta(c)["grade_id"])
+    assert set(ids) == standalone
+    lessons = {assignment_cells.lesson_of(c) for c in SOURCE.cells if _meta(c).get("grade")}
+    assert {w.lesson for w in first} == lessons
+    assert len(standalone) >= len(lessons) + 9  # lessons with two or three exercises
+
+
+def _loses_exactly(graded, student: str, wrong: list[Wrong]) -> None:
+    expected = dict(graded.points)
+    for w in wrong:
+        expected[w.grade_id] = 0
+    assert graded.scores[student] == expected
+    report = graded.feedback[student]
+    assert f"(Score: {_total(expected)} / {_total(graded.points)})" in report
+
+
 @pytest.mark.nbgrader
 def test_one_wrong_answer_per_lesson_loses_exactly_its_points(graded):
     lessons = {assignment_cells.lesson_of(c) for c in SOURCE.cells if _meta(c).get("grade")}
-    assert sorted(w.lesson for w in graded.wrong) == sorted(lessons)
-    expected = dict(graded.points)
-    for w in graded.wrong:
-        expected[w.grade_id] = 0
-    assert graded.scores["wrong"] == expected
-    report = graded.feedback["wrong"]
-    assert f"(Score: {_total(expected)} / {_total(graded.points)})" in report
+    assert {w.lesson for w in graded.wrong} == lessons
+    _loses_exactly(graded, "wrong", graded.wrong)
+
+
+@pytest.mark.nbgrader
+def test_the_other_wrong_answers_lose_exactly_their_points(graded):
+    """The 2nd, 4th, ... exercise of each lesson wrong: each loses its points, the rest keep
+    theirs, with the checker's own message in the feedback."""
+    assert graded.others
+    _loses_exactly(graded, "others", graded.others)
+    cells = _cells(graded.feedback["others"])
+    for w in graded.others:
+        text = cells[w.grade_id]
+        assert text.startswith(f"Score: 0.0 / {graded.points[w.grade_id]:.1f}"), w.grade_id
+        assert f"❌ not yet: {w.message}" in text.split("AssertionError")[0], w.grade_id
 
 
 @pytest.mark.nbgrader
@@ -600,27 +659,28 @@ def graded_zh(tmp_path_factory) -> Graded:
     source = nbformat.read(course / "source" / ZH_ASSIGNMENT / NOTEBOOK, as_version=4)
     _nbgrader(course, "generate_assignment", ZH_ASSIGNMENT)
     release = nbformat.read(course / "release" / ZH_ASSIGNMENT / NOTEBOOK, as_version=4)
-    wrong = wrong_answers(source)
+    wrong, others = wrong_answers(source), wrong_answers(source, half=1)
     import attention_lab
 
     attention_lab.set_language("zh_CN")
     try:
-        for w in wrong:
+        for w in wrong + others:
             w.message = checker_message(source, w)
     finally:
         attention_lab.set_language("en")
     for student, nb in (
         ("full", submission(release, source)),
         ("wrong", submission(release, source, wrong)),
+        ("others", submission(release, source, others)),
     ):
         path = course / "submitted" / student / ZH_ASSIGNMENT / NOTEBOOK
         path.parent.mkdir(parents=True)
         nbformat.write(nb, path)
     _nbgrader(course, "autograde", ZH_ASSIGNMENT)
     _nbgrader(course, "generate_feedback", ZH_ASSIGNMENT)
-    result = Graded(course, {gid: p for gid, _, p in make_assignment.graded(source)}, wrong)
+    result = Graded(course, {gid: p for gid, _, p in make_assignment.graded(source)}, wrong, others)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student in ("full", "wrong"):
+        for student in ("full", "wrong", "others"):
             notebook = gb.find_submission_notebook(Path(NOTEBOOK).stem, ZH_ASSIGNMENT, student)
             result.scores[student] = {g.name: g.score for g in notebook.grades}
             report = (
@@ -641,15 +701,16 @@ def test_a_chinese_submission_is_graded_with_the_chinese_verdicts(graded_zh):
     for grade_id, text in full.items():
         assert "✅ 通过" in text and "AssertionError" not in text, grade_id
     lessons = {assignment_cells.lesson_of(c) for c in ZH_SOURCE.cells if _meta(c).get("grade")}
-    assert sorted(w.lesson for w in graded_zh.wrong) == sorted(lessons)
-    expected = dict(graded_zh.points)
-    for w in graded_zh.wrong:
-        expected[w.grade_id] = 0
-    assert graded_zh.scores["wrong"] == expected
-    cells = _cells(graded_zh.feedback["wrong"])
-    for w in graded_zh.wrong:
-        assert re.search(r"[\u4e00-\u9fff]", w.message), w.message  # the checker spoke Chinese
-        text = cells[w.grade_id]
-        assert text.startswith(f"Score: 0.0 / {graded_zh.points[w.grade_id]:.1f}"), w.grade_id
-        assert f"❌ 还没通过：{w.message}" in text.split("AssertionError")[0], w.grade_id
-        assert f"AssertionError: ❌ 还没通过：{w.message}" in text, w.grade_id
+    assert {w.lesson for w in graded_zh.wrong} == lessons and graded_zh.others
+    for student, wrong in (("wrong", graded_zh.wrong), ("others", graded_zh.others)):
+        expected = dict(graded_zh.points)
+        for w in wrong:
+            expected[w.grade_id] = 0
+        assert graded_zh.scores[student] == expected, student
+        cells = _cells(graded_zh.feedback[student])
+        for w in wrong:
+            assert re.search(r"[\u4e00-\u9fff]", w.message), w.message  # it spoke Chinese
+            text = cells[w.grade_id]
+            assert text.startswith(f"Score: 0.0 / {graded_zh.points[w.grade_id]:.1f}"), w.grade_id
+            assert f"❌ 还没通过：{w.message}" in text.split("AssertionError")[0], w.grade_id
+            assert f"AssertionError: ❌ 还没通过：{w.message}" in text, w.grade_id

@@ -17,8 +17,10 @@ import torch.nn.functional as F
 
 from attention_lab import causal_mask
 from attention_lab.exercises import (
+    check_copy_gap,
     check_cross_attention,
     check_einsum_attention,
+    check_frozen_ceiling,
     check_mean_ablated_loss,
     check_offset_share,
     check_offset_weights,
@@ -427,6 +429,58 @@ def loss_with_zero_ablation(model, ids, reference, heads):
         return evaluate_loss(model, ids)
 
 
+# lessons 09 and 11, the exercises on the idea: written as a learner would, not as the checker's
+# own variants are
+
+
+def ceiling_from_a_counter_of_bags(n_letters, heads):
+    """For one head over the three sources: the mean of 1 / (orders) over the bags."""
+    import itertools
+    from collections import Counter
+
+    value = 1.0
+    for head in {tuple(sorted(h)) for h in heads}:
+        bags = Counter(
+            tuple(sorted(w)) for w in itertools.product(range(n_letters), repeat=len(head))
+        )
+        value *= sum(1 / orders for orders in bags.values()) / len(bags)
+    return value
+
+
+def ceiling_without_the_missing_letter(n_letters, heads):
+    """Counts views as the checker does, but never guesses a letter no head brings."""
+    import itertools
+
+    groups = sorted({tuple(sorted(h)) for h in heads})
+    seen = sorted({k for g in groups for k in g})
+    words = list(itertools.product(range(n_letters), repeat=len(seen)))
+    views = {tuple(tuple(sorted(w[seen.index(k)] for k in g)) for g in groups) for w in words}
+    return len(views) / len(words)
+
+
+def copy_gap_in_a_loop_without_the_shift(model, strings, between):
+    """Each position's loss against its own id, string by string."""
+    N, m = strings.shape
+    gaps = []
+    for n in range(N):
+        row = torch.cat([strings[n], between[n], strings[n]])
+        with torch.no_grad():
+            loss = F.cross_entropy(model(row[None])[0], row, reduction="none")  # (T,)
+        gaps.append(loss[-(m - 1) :].mean() - loss[1:m].mean())
+    gaps = torch.stack(gaps)
+    return gaps.mean().item(), (gaps.std() / N**0.5).item()
+
+
+def copy_gap_reported_with_its_std(model, strings, between):
+    m, f = strings.shape[1], between.shape[1]
+    rows = torch.cat([strings, between, strings], dim=1)
+    with torch.no_grad():
+        logp = model(rows).log_softmax(dim=-1)[:, :-1]  # (N, T - 1, V)
+    loss = -logp.gather(-1, rows[:, 1:, None])[..., 0]  # (N, T - 1)
+    gaps = loss[:, m + f :].mean(dim=1) - loss[:, : m - 1].mean(dim=1)
+    return gaps.mean().item(), gaps.std().item()
+
+
 single, causal, multi = (
     modules.check_single_head_class,
     modules.check_causal_attention_class,
@@ -473,6 +527,10 @@ BANK = [
     (check_prefix_match_score, prefix_match_with_j_below_i, "you left out key j = i"),
     (check_mean_ablated_loss, loss_with_a_hook_on_the_attention_output, "out_proj's output"),
     (check_mean_ablated_loss, loss_with_zero_ablation, "set to zero, not to their mean"),
+    (check_frozen_ceiling, ceiling_from_a_counter_of_bags, "as if every bag were equally likely"),
+    (check_frozen_ceiling, ceiling_without_the_missing_letter, "no head takes"),
+    (check_copy_gap, copy_gap_in_a_loop_without_the_shift, "against its own id"),
+    (check_copy_gap, copy_gap_reported_with_its_std, "not its standard error"),
 ]
 
 

@@ -599,6 +599,86 @@ def prefix_match_heads_averaged(weights, ids):
     return prefix_match_score(weights, ids).mean()
 
 
+# lesson 09, exercise 9.3: the ceiling of a readout of frozen heads
+
+
+def frozen_ceiling(n_letters, heads):
+    """Per distinct head over k sources, (bags of k letters) / n ** k; 1 / n per source no
+    head takes."""
+    groups = {tuple(sorted(head)) for head in heads}
+    value = 1.0
+    for group in groups:
+        value *= math.comb(n_letters + len(group) - 1, len(group)) / n_letters ** len(group)
+    taken = {k for group in groups for k in group}
+    return value / n_letters ** (3 - len(taken))
+
+
+def frozen_ceiling_by_counting(n_letters, heads):
+    """Right as well: every word, what the heads show of it, one right guess per view."""
+    import itertools
+
+    groups = sorted({tuple(sorted(head)) for head in heads})
+    words = list(itertools.product(range(n_letters), repeat=3))
+    views = {tuple(tuple(sorted(w[k] for k in g)) for g in groups) for w in words}
+    return torch.tensor(len(views) / len(words), dtype=torch.float64)  # a 0-d tensor counts
+
+
+def _frozen(n_letters, heads, per_head, per_missing=None, distinct=True, combine=math.prod):
+    groups = [tuple(sorted(h)) for h in heads]
+    if distinct:
+        groups = sorted(set(groups))
+    taken = {k for g in groups for k in g}
+    missing = (1 / n_letters if per_missing is None else per_missing) ** (3 - len(taken))
+    return combine([per_head(n_letters, len(g)) for g in groups]) * missing
+
+
+def _bags_share(n, k):
+    return math.comb(n + k - 1, k) / n**k
+
+
+def frozen_orders_factorial(n_letters, heads):
+    return _frozen(n_letters, heads, lambda n, k: 1 / math.factorial(k))
+
+
+def frozen_mean_over_bags(n_letters, heads):
+    import itertools
+
+    def per_head(n, k):
+        bags = list(itertools.combinations_with_replacement(range(n), k))
+        orders = [len(set(itertools.permutations(bag))) for bag in bags]
+        return sum(1 / o for o in orders) / len(bags)
+
+    return _frozen(n_letters, heads, per_head)
+
+
+def frozen_combinations(n_letters, heads):
+    return _frozen(n_letters, heads, lambda n, k: math.comb(n, k) / n**k)
+
+
+def frozen_missing_ignored(n_letters, heads):
+    return _frozen(n_letters, heads, _bags_share, per_missing=1.0)
+
+
+def frozen_missing_is_zero(n_letters, heads):
+    return _frozen(n_letters, heads, _bags_share, per_missing=0.0)
+
+
+def frozen_duplicates_counted(n_letters, heads):
+    return _frozen(n_letters, heads, _bags_share, distinct=False)
+
+
+def frozen_heads_averaged(n_letters, heads):
+    return _frozen(n_letters, heads, _bags_share, combine=lambda xs: sum(xs) / len(xs))
+
+
+def frozen_percent(n_letters, heads):
+    return 100 * frozen_ceiling(n_letters, heads)
+
+
+def frozen_chance(n_letters, heads):
+    return 1 / n_letters**3
+
+
 # lesson 11
 
 
@@ -702,6 +782,108 @@ def ablated_by_editing_weights(model, ids, reference, heads):
             attn = model.blocks[layer].attn
             attn.out_proj.weight[:, head * attn.d_head : (head + 1) * attn.d_head] = 0.0
     return evaluate_loss(model, ids)
+
+
+# lesson 11, exercise 11.2: the copy test with ids between the copies
+
+
+def _copy_losses(model, strings, between, *, rows=None, second_from=1, first_to=None):
+    m, f = strings.shape[1], between.shape[1]
+    x = torch.cat([strings, between, strings], dim=1) if rows is None else rows
+    f = x.shape[1] - 2 * m
+    with torch.no_grad():
+        logits = model(x)  # (N, T, V)
+    ce = torch.nn.functional.cross_entropy(
+        logits[:, :-1].transpose(1, 2), x[:, 1:], reduction="none"
+    )  # (N, T - 1): column t predicts id t + 1
+    first = ce[:, : (m - 1 if first_to is None else first_to)]
+    second = ce[:, m + f - 1 + second_from : 2 * m + f - 1]
+    return first, second
+
+
+def copy_gap(model, strings, between):
+    first, second = _copy_losses(model, strings, between)
+    gaps = second.mean(dim=1) - first.mean(dim=1)  # (N,)
+    return gaps.mean().item(), (gaps.std() / len(gaps) ** 0.5).item()
+
+
+def copy_gap_in_a_loop(model, strings, between):
+    """Right as well: one string at a time, float64, the standard error from the sum of squares."""
+    N, m = strings.shape
+    gaps = []
+    for n in range(N):
+        row = torch.cat([strings[n], between[n], strings[n]])[None]  # (1, T)
+        with torch.no_grad():
+            logp = torch.log_softmax(model(row)[0].double(), dim=-1)  # (T, V)
+        ce = [-logp[t, row[0, t + 1]].item() for t in range(row.shape[1] - 1)]
+        f = between.shape[1]
+        gaps.append(sum(ce[m + f : 2 * m + f - 1]) / (m - 1) - sum(ce[: m - 1]) / (m - 1))
+    mean = sum(gaps) / N
+    var = sum((g - mean) ** 2 for g in gaps) / (N - 1)
+    return torch.tensor(mean), math.sqrt(var / N)
+
+
+def _gap_of(first, second, sign=1):
+    gaps = sign * (second.mean(dim=1) - first.mean(dim=1))
+    return gaps.mean().item(), (gaps.std() / len(gaps) ** 0.5).item()
+
+
+def copy_gap_without_between(model, strings, between):
+    return copy_gap(model, strings, between[:, :0])
+
+
+def copy_gap_between_after(model, strings, between):
+    rows = torch.cat([strings, strings, between], dim=1)
+    m = strings.shape[1]
+    first, second = _copy_losses(model, strings, between, rows=rows)
+    with torch.no_grad():
+        logits = model(rows)
+    ce = torch.nn.functional.cross_entropy(
+        logits[:, :-1].transpose(1, 2), rows[:, 1:], reduction="none"
+    )
+    return _gap_of(ce[:, : m - 1], ce[:, m : 2 * m - 1])
+
+
+def copy_gap_not_shifted(model, strings, between):
+    m, f = strings.shape[1], between.shape[1]
+    x = torch.cat([strings, between, strings], dim=1)
+    with torch.no_grad():
+        ce = torch.nn.functional.cross_entropy(model(x).transpose(1, 2), x, reduction="none")
+    return _gap_of(ce[:, 1:m], ce[:, m + f + 1 :])
+
+
+def copy_gap_first_minus_second(model, strings, between):
+    return _gap_of(*_copy_losses(model, strings, between), sign=-1)
+
+
+def copy_gap_with_character_0(model, strings, between):
+    return _gap_of(*_copy_losses(model, strings, between, second_from=0))
+
+
+def copy_gap_first_one_too_far(model, strings, between):
+    return _gap_of(*_copy_losses(model, strings, between, first_to=strings.shape[1]))
+
+
+def copy_gap_between_with_first(model, strings, between):
+    m = strings.shape[1]
+    return _gap_of(*_copy_losses(model, strings, between, first_to=m + between.shape[1] - 1))
+
+
+def copy_gap_std_not_error(model, strings, between):
+    first, second = _copy_losses(model, strings, between)
+    gaps = second.mean(dim=1) - first.mean(dim=1)
+    return gaps.mean().item(), gaps.std().item()
+
+
+def copy_gap_error_over_characters(model, strings, between):
+    first, second = _copy_losses(model, strings, between)
+    per_char = second - first  # (N, m - 1)
+    return per_char.mean().item(), (per_char.std() / per_char.numel() ** 0.5).item()
+
+
+def copy_gap_two_losses(model, strings, between):
+    first, second = _copy_losses(model, strings, between)
+    return first.mean().item(), second.mean().item()
 
 
 CASES = [
@@ -869,6 +1051,21 @@ CASES = [
         ],
     ),
     (
+        ex.check_frozen_ceiling,
+        frozen_ceiling,
+        [
+            (frozen_orders_factorial, "as if its letters always differed"),
+            (frozen_mean_over_bags, "as if every bag were equally likely"),
+            (frozen_combinations, "only the bags of different letters"),
+            (frozen_missing_ignored, "you left out the 1 source(s) that no head takes"),
+            (frozen_missing_is_zero, "you answered 0 because a source is missing"),
+            (frozen_duplicates_counted, "average the same sources twice"),
+            (frozen_heads_averaged, "you averaged the heads' ceilings"),
+            (frozen_percent, "a percentage"),
+            (frozen_chance, "a reader that sees nothing"),
+        ],
+    ),
+    (
         ex.check_prefix_match_score,
         prefix_match_score,
         [
@@ -902,6 +1099,22 @@ CASES = [
             (ablated_next_head, "you replaced head 2 of block 0 instead"),
             (ablated_hooks_removed_early, "nothing was replaced"),
             (ablated_by_editing_weights, "changed the model's"),
+        ],
+    ),
+    (
+        ex.check_copy_gap,
+        copy_gap,
+        [
+            (copy_gap_without_between, "the ids between are not between the copies"),
+            (copy_gap_between_after, "the ids between are not between the copies"),
+            (copy_gap_not_shifted, "against its own id"),
+            (copy_gap_first_minus_second, "the wrong sign"),
+            (copy_gap_with_character_0, "you counted the second copy's first id"),
+            (copy_gap_first_one_too_far, "one column too far"),
+            (copy_gap_between_with_first, "the ids between the copies with the first copy"),
+            (copy_gap_std_not_error, "not its standard error"),
+            (copy_gap_error_over_characters, "counts every character as a sample"),
+            (copy_gap_two_losses, "the mean loss on each copy"),
         ],
     ),
 ]
@@ -1127,7 +1340,7 @@ def test_summary_of_every_lesson_and_of_an_unknown_lesson_never_raises(capsys):
     everything = ex.summary(show=False)
     assert {lesson for lesson, _, _ in everything.rows} == set(ex.LESSONS)
     assert everything.passed == 0
-    for bad in ("12", "00", "x", None, 4.5, [4]):
+    for bad in ("13", "00", "x", None, 4.5, [4]):
         if bad is None:
             continue
         result = ex.summary(bad)
@@ -1381,3 +1594,137 @@ def test_learner_only_writes_the_exercises_notebook_and_leaves_the_lessons_alone
     learner = notebooks / "exercises.ipynb"
     assert not make_exercises.stale_cells(notebooks / "exercises_solutions.ipynb", learner)
     assert make_exercises.main(["--root", str(tmp_path), "--learner-only", "--check"]) == 0
+
+
+# --- exercises 9.3 and 11.2: other right answers, and the references --------
+
+
+@pytest.mark.parametrize(
+    "checker, answer",
+    [
+        (ex.check_frozen_ceiling, frozen_ceiling_by_counting),
+        (ex.check_copy_gap, copy_gap_in_a_loop),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
+def test_another_right_answer_passes_too(checker, answer, capsys):
+    assert checker(answer, record=False), capsys.readouterr().out
+
+
+def test_the_frozen_ceiling_of_one_even_head_is_the_lessons_ceiling():
+    """The checker's enumeration gives notebook 09's trigram_even_average_ceiling for one head
+    over the three sources, 1 when every source has a head, and 1 / n per missing source."""
+    from attention_lab.exercises import lesson09
+    from attention_lab.tasks import trigram_even_average_ceiling
+
+    assert lesson09._views_ceiling(4, [(0, 1, 2)]) == 0.3125
+    assert math.isclose(trigram_even_average_ceiling(), 0.3125, rel_tol=1e-12)
+    assert lesson09._views_ceiling(4, [(0,), (1,), (2,), (2,)]) == 1.0
+    assert lesson09._views_ceiling(4, [(0,), (1,), (1,), (1,)]) == 0.25
+    assert lesson09._views_ceiling(4, [(0, 1), (2,)]) == 10 / 16
+    assert lesson09._views_ceiling(5, []) == 1 / 125
+
+
+def test_each_frozen_ceiling_mistake_is_told_apart_where_the_checker_meets_it():
+    """On the case where a named mistake first differs from the right answer, no other named
+    mistake listed before it gives the same number (the checker names the first that matches)."""
+    from attention_lab.exercises import lesson09
+
+    cases = [
+        (4, [(0, 1, 2)]),
+        (4, [(0,), (1,), (2,), (2,)]),
+        (4, [(0,), (1,), (1,), (1,)]),
+        (4, [(0, 1), (0, 1), (2,), (2,)]),
+    ]
+    for n, heads in cases:
+        want = lesson09._views_ceiling(n, heads)
+        values = [v for v, _m, _h in lesson09._heads_mistakes(n, heads) if v != want]
+        assert len({round(v, 12) for v in values}) == len(values), (n, heads, values)
+
+
+def test_the_copy_checkers_models_copy_or_cannot_and_its_mistakes_differ():
+    """The model made to copy finds the second copy far easier (a gap below -1.5 nats), the one
+    with bonus 0 does not (|gap| < 0.3): a test of the test, as notebook 11's positive control.
+    Each named mistake moves the answer by more than the tolerance on the first case."""
+    from attention_lab.exercises import lesson11
+    from attention_lab.interventions import after_previous_occurrence
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1234)
+        copier = lesson11._Copier(32, 32, bonus=6.0)
+        torch.manual_seed(1234)
+        blank = lesson11._Copier(32, 32, bonus=0.0)  # the same table and positions
+        strings, between = torch.randint(32, (200, 8)), torch.randint(32, (200, 6))
+    x = torch.cat([strings, between, strings], dim=1)  # (N, T)
+    bonus = copier(x) - blank(x)  # (N, T, V): 5 on one id where the copy rule applies
+    rule = after_previous_occurrence(x)  # (N, T, T): keys j <= t with x[j - 1] == x[t]
+    has = rule.any(dim=-1)  # (N, T)
+    latest = torch.where(rule, torch.arange(x.shape[1]), 0).amax(dim=-1)  # (N, T)
+    assert has.any() and not has.all()
+    assert torch.equal(bonus.amax(dim=-1) > 0, has)
+    assert torch.equal(bonus.argmax(dim=-1)[has], x.gather(1, latest)[has])
+    gap, se = lesson11._copy_variant(copier, strings, between)
+    assert gap < -1.5 and se < 0.1
+    assert abs(lesson11._copy_variant(blank, strings, between)[0]) < 0.3
+    right = (gap, se)
+    for options in (
+        dict(rows="no between"),
+        dict(shifted=False),
+        dict(sign=-1),
+        dict(columns="second from 0"),
+        dict(columns="first too far"),
+        dict(columns="between in first"),
+        dict(spread="losses"),
+        dict(spread="sd"),
+        dict(spread="chars"),
+    ):
+        other = lesson11._copy_variant(copier, strings, between, **options)
+        assert max(abs(a - b) for a, b in zip(other, right)) > 1e-3, options
+
+
+def _copy_of_the_notebooks(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for path in (make_exercises.SOLUTIONS.parent).glob("[0-9][0-9]_*.ipynb"):
+        (notebooks / path.name).write_bytes(path.read_bytes())
+    for name in ("exercises_solutions.ipynb", "exercises.ipynb"):
+        (notebooks / name).write_bytes((make_exercises.SOLUTIONS.parent / name).read_bytes())
+    return notebooks
+
+
+def test_lessons_writes_only_the_blocks_it_names(tmp_path, capsys):
+    """An edit to the exercises of lessons 05 and 08: `--lessons 5` rewrites 05's block only,
+    leaving 08 and exercises.ipynb as they were; `--check --lessons 08` then still reports 08,
+    `--check --lessons 05` nothing; an unknown lesson is refused with the ones there are."""
+    notebooks = _copy_of_the_notebooks(tmp_path)
+    solutions = nbformat.read(notebooks / "exercises_solutions.ipynb", as_version=4)
+    for name in ("def dropout_rescale(", "def lookback_distance("):
+        cell = next(c for c in solutions.cells if name in c.source)
+        cell.source = cell.source.replace(name, name.replace("(", "_edited("))
+    nbformat.write(solutions, notebooks / "exercises_solutions.ipynb")
+    before = {p.name: p.read_bytes() for p in notebooks.glob("*.ipynb")}
+    root = ["--root", str(tmp_path)]
+    assert make_exercises.main([*root, "--lessons", "5", "--no-run"]) == 0
+    after = {p.name: p.read_bytes() for p in notebooks.glob("*.ipynb")}
+    changed = {name for name in before if before[name] != after[name]}
+    assert changed == {"05_causal_head.ipynb"}
+    assert "dropout_rescale_edited" in after["05_causal_head.ipynb"].decode()
+    assert make_exercises.main([*root, "--check", "--lessons", "05"]) == 0
+    assert make_exercises.main([*root, "--check", "--lessons", "08"]) == 1
+    assert "08_training_copy_task.ipynb" in capsys.readouterr().out
+    assert make_exercises.main([*root, "--check", "--learner-only"]) == 1  # not written
+    with pytest.raises(SystemExit):
+        make_exercises.main([*root, "--lessons", "13", "--no-run"])
+    assert "no such lesson in the solutions" in capsys.readouterr().err
+
+
+def test_learner_only_with_lessons_writes_both(tmp_path):
+    notebooks = _copy_of_the_notebooks(tmp_path)
+    solutions = nbformat.read(notebooks / "exercises_solutions.ipynb", as_version=4)
+    cell = next(c for c in solutions.cells if "def dropout_rescale(" in c.source)
+    cell.source = cell.source.replace("def dropout_rescale(", "def dropout_rescale_edited(")
+    nbformat.write(solutions, notebooks / "exercises_solutions.ipynb")
+    root = ["--root", str(tmp_path)]
+    assert make_exercises.main([*root, "--learner-only", "--lessons", "05", "--no-run"]) == 0
+    assert make_exercises.main([*root, "--check", "--learner-only", "--lessons", "05"]) == 0
+    assert make_exercises.main([*root, "--check", "--learner-only"]) == 0

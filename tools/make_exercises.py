@@ -5,6 +5,11 @@
     python tools/make_exercises.py --check    # exit 1 if any learner version is out of date
     python tools/make_exercises.py --learner-only   # write (and run) exercises.ipynb only,
                                                     # leaving the lesson notebooks alone
+    python tools/make_exercises.py --lessons 10 12  # write (and run) the blocks of lessons 10
+                                                    # and 12 only, leaving exercises.ipynb and
+                                                    # the other lessons alone
+    python tools/make_exercises.py --learner-only --lessons 09 11   # exercises.ipynb and the
+                                                    # blocks of 09 and 11
 
 One source, many learner versions. notebooks/exercises_solutions.ipynb is grouped by lesson:
 every cell of lesson NN's exercises carries the tag ``lesson-NN``. From it this tool writes
@@ -172,11 +177,18 @@ def with_block(nb, block: list):
     return nb
 
 
-def stale_lessons(solutions_path: Path = SOLUTIONS, notebooks: Path | None = None) -> list[str]:
-    """Lesson notebooks whose exercises block differs from what the solutions would give."""
+def stale_lessons(
+    solutions_path: Path = SOLUTIONS,
+    notebooks: Path | None = None,
+    lessons: list[str] | None = None,
+) -> list[str]:
+    """Lesson notebooks whose exercises block differs from what the solutions would give
+    (``lessons``: only those, e.g. ["10", "12"])."""
     notebooks = notebooks or solutions_path.parent
     problems = []
     for lesson, block in lesson_blocks(nbformat.read(solutions_path, as_version=4)).items():
+        if lessons is not None and lesson not in lessons:
+            continue
         path = lesson_path(lesson, notebooks)
         have = nbformat.read(path, as_version=4)
         want = with_block(have, block)
@@ -208,6 +220,21 @@ def stale_cells(solutions_path: Path = SOLUTIONS, learner_path: Path = LEARNER) 
     return problems
 
 
+def _chosen_lessons(parser, args, solutions) -> list[str] | None:
+    """``args.lessons`` as two-digit lessons of the solutions notebook ("9" -> "09"), or None;
+    a lesson the solutions do not have is refused with the list of those they have."""
+    if args.lessons is None:
+        return None
+    have = sorted({lesson for cell in solutions.cells if (lesson := lesson_of(cell))})
+    chosen = []
+    for name in args.lessons:
+        lesson = name.zfill(2) if name.isdigit() else name
+        if lesson not in have:
+            parser.error(f"--lessons {name}: no such lesson in the solutions; use some of {have}")
+        chosen.append(lesson)
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="only report if out of date")
@@ -219,15 +246,25 @@ def main(argv: list[str] | None = None) -> int:
         "(with --check: check exercises.ipynb only)",
     )
     parser.add_argument(
+        "--lessons",
+        nargs="+",
+        metavar="NN",
+        help="write (or with --check: check) the exercises blocks of these lessons only, e.g. "
+        "--lessons 10 12; exercises.ipynb is left alone unless --learner-only is given too",
+    )
+    parser.add_argument(
         "--root", type=Path, default=ROOT, help="the repository (its notebooks/ folder is used)"
     )
     args = parser.parse_args(argv)
     notebooks = args.root / "notebooks"
     solutions_path, learner_path = notebooks / SOLUTIONS.name, notebooks / LEARNER.name
+    solutions = nbformat.read(solutions_path, as_version=4)
+    lessons = _chosen_lessons(parser, args, solutions)  # None: every lesson
+    learner = args.learner_only or lessons is None
     if args.check:
-        problems = stale_cells(solutions_path, learner_path)
-        if not args.learner_only:
-            problems += stale_lessons(solutions_path, notebooks)
+        problems = stale_cells(solutions_path, learner_path) if learner else []
+        if not args.learner_only or lessons is not None:
+            problems += stale_lessons(solutions_path, notebooks, lessons)
         for problem in problems:
             print(problem)
         if problems:
@@ -238,11 +275,14 @@ def main(argv: list[str] | None = None) -> int:
     from notebook_io import write_notebook
     from run_notebooks import run
 
-    solutions = nbformat.read(solutions_path, as_version=4)
-    written = [learner_path]
-    write_notebook(learner_notebook(solutions), learner_path)
-    blocks = {} if args.learner_only else lesson_blocks(solutions)
+    written = []
+    if learner:
+        write_notebook(learner_notebook(solutions), learner_path)
+        written.append(learner_path)
+    blocks = {} if args.learner_only and lessons is None else lesson_blocks(solutions)
     for lesson, block in blocks.items():
+        if lessons is not None and lesson not in lessons:
+            continue
         path = lesson_path(lesson, notebooks)
         old = nbformat.read(path, as_version=4)
         new = with_block(old, block)

@@ -31,9 +31,9 @@ The exercises, by lesson (exercise N.k is the k-th checker of lesson N):
 * 06: ``check_head_as_causal``, ``check_einsum_attention``, ``check_padded_causal_mask``
 * 07: ``check_head_rows_from_fused``, ``check_weights_outnumber_params``
 * 08: ``check_lookback_distance``, ``check_repeat_batch``
-* 09: ``check_offset_share``, ``check_offset_weights``
+* 09: ``check_offset_share``, ``check_offset_weights``, ``check_frozen_ceiling``
 * 10: ``check_prefix_match_score``
-* 11: ``check_mean_ablated_loss``
+* 11: ``check_mean_ablated_loss``, ``check_copy_gap``
 """
 
 from ._summary import EXERCISES, LESSONS, RESULTS, Summary, Verdict, reset, summary
@@ -45,9 +45,9 @@ from .lesson05 import check_dropout_rescale
 from .lesson06 import check_einsum_attention, check_head_as_causal, check_padded_causal_mask
 from .lesson07 import check_head_rows_from_fused, check_weights_outnumber_params
 from .lesson08 import check_lookback_distance, check_repeat_batch
-from .lesson09 import check_offset_share, check_offset_weights
+from .lesson09 import check_frozen_ceiling, check_offset_share, check_offset_weights
 from .lesson10 import check_prefix_match_score
-from .lesson11 import check_mean_ablated_loss
+from .lesson11 import check_copy_gap, check_mean_ablated_loss
 
 __all__ = [
     "EXERCISES",
@@ -55,10 +55,12 @@ __all__ = [
     "RESULTS",
     "Summary",
     "Verdict",
+    "check_copy_gap",
     "check_cross_attention",
     "check_decay_weights",
     "check_dropout_rescale",
     "check_einsum_attention",
+    "check_frozen_ceiling",
     "check_head_as_causal",
     "check_head_rows_from_fused",
     "check_looks_ahead",

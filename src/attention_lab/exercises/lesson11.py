@@ -1,6 +1,8 @@
 """Lesson 11 · attention on real text (notebooks/11_attention_on_real_text.ipynb): the loss of a
 ``CharLM`` with chosen heads replaced by their mean output, written with forward hooks and
-checked against ``interventions.ablate_heads(..., how="mean")``.
+checked against ``interventions.ablate_heads(..., how="mean")``; and the copy test (is a
+random string's second copy easier?) with ids between the copies, checked on a model made to
+copy and on one that cannot.
 """
 
 from __future__ import annotations
@@ -281,4 +283,231 @@ def _diagnose(got, want, base, where, model, ids, reference, heads, every) -> No
             "record out_proj's input on the reference windows, average it over dim=(0, 1), "
             "and hand each chosen head's slice of that mean to out_proj"
         ),
+    )
+
+
+# --- exercise 11.2: the copy test, with ids between the copies -------------------------------
+
+
+class _Copier(torch.nn.Module):
+    """A language model made for the check, (N, T) ids -> (N, T, vocab) logits: a fixed random
+    score per (id, next id) and per position, plus, when ``bonus`` > 0, ``bonus`` on the id
+    that followed the latest earlier occurrence of the current id: the rule an induction
+    head runs. With ``bonus=0`` it cannot copy."""
+
+    def __init__(self, vocab_size: int, context_length: int, bonus: float):
+        super().__init__()
+        self.register_buffer("table", torch.randn(vocab_size, vocab_size))  # (V, V)
+        self.register_buffer("place", torch.randn(context_length, vocab_size) * 0.5)  # (T, V)
+        self.bonus, self.vocab_size = bonus, vocab_size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        N, T = x.shape
+        logits = self.table[x] + self.place[:T]  # (N, T, V)
+        if self.bonus:
+            earlier = (x[:, :, None] == x[:, None, :]) & torch.ones(T, T).tril(-1).bool()
+            latest = torch.where(earlier, torch.arange(T), -1).amax(dim=-1)  # (N, T), -1: none
+            after = x.gather(1, latest + 1)  # (N, T): the id after it (latest + 1 <= t)
+            copy = torch.nn.functional.one_hot(after, self.vocab_size) * (latest >= 0)[..., None]
+            logits = logits + self.bonus * copy  # (N, T, V)
+        return logits
+
+
+def _copy_variant(
+    model,
+    strings: torch.Tensor,
+    between: torch.Tensor,
+    *,
+    rows: str = "right",
+    columns: str = "right",
+    shifted: bool = True,
+    sign: int = 1,
+    spread: str = "se",
+) -> tuple[float, float]:
+    """(mean gap, its spread) of the copy test, or of one of the checker's mistakes:
+    ``rows`` "right" (string, between, string) or "no between" (string, string; the same for
+    a causal model as string, string, between); ``columns`` "right", "second from 0" (the
+    second copy's character 0 counted), "first too far" (the first copy's slice one column
+    longer) or "between in first" (the ids between counted with the first copy);
+    ``shifted=False``
+    scores each position's logits against its own id; ``sign=-1`` first - second; ``spread``
+    "se" (std over strings / sqrt(N)), "sd" (std over strings) or "chars" (over characters);
+    ``spread="losses"`` returns the mean loss on each copy instead."""
+    N, m = strings.shape
+    f = between.shape[1]
+    if rows == "no between":
+        x = torch.cat([strings, strings], dim=1)
+        f = 0
+    else:
+        x = torch.cat([strings, between, strings], dim=1)  # (N, 2m + f)
+    with torch.no_grad():
+        logits = model(x).double()  # (N, T, V)
+    if shifted:  # column t predicts id t + 1
+        ce = torch.nn.functional.cross_entropy(
+            logits[:, :-1].transpose(1, 2), x[:, 1:], reduction="none"
+        )  # (N, T - 1)
+    else:
+        ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), x, reduction="none")
+        ce = ce[:, 1:]  # (N, T - 1): position t + 1 scored against its own id
+    first = ce[:, : m - 1]  # (N, m - 1): the first copy's ids 1 .. m - 1
+    second = ce[:, m + f : 2 * m + f - 1]  # (N, m - 1): the second copy's ids 1 .. m - 1
+    if columns == "second from 0":
+        second = ce[:, m + f - 1 : 2 * m + f - 1]  # (N, m)
+    elif columns == "first too far":
+        first = ce[:, :m]  # (N, m)
+    elif columns == "between in first":
+        first = ce[:, : m + f - 1]  # (N, m + f - 1)
+    if spread == "losses":
+        return first.mean().item(), second.mean().item()
+    gaps = sign * (second.mean(dim=1) - first.mean(dim=1))  # (N,)
+    if spread == "chars":
+        per_char = sign * (second - first)  # (N, m - 1)
+        return per_char.mean().item(), (per_char.std() / per_char.numel() ** 0.5).item()
+    size = gaps.std().item()
+    return gaps.mean().item(), size if spread == "sd" else size / math.sqrt(N)
+
+
+def _two_numbers(answer, where: str) -> tuple[float, float]:
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
+        if isinstance(answer, torch.Tensor) and answer.numel() > 2:
+            raise Wrong(
+                _("{where}, you returned a tensor of shape {shape}, not two numbers").format(
+                    where=where, shape=tuple(answer.shape)
+                ),
+                _("average the per-string gaps: return gaps.mean().item(), its standard error"),
+            )
+        raise Wrong(
+            _("{where}, your function returned a {type}, not (mean gap, standard error)").format(
+                where=where, type=type(answer).__name__
+            ),
+            _("did you forget the `return` line?")
+            if answer is None
+            else _("return two floats: the mean gap and its standard error"),
+        )
+    values = []
+    for value in answer:
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise Wrong(
+                _("{where}, the two values are not numbers").format(where=where),
+                _("turn a one-number tensor into a float with .item()"),
+            )
+        values.append(float(value))
+    return values[0], values[1]
+
+
+@checker("11", N_("return two floats: the mean gap (second copy - first) and its standard error"))
+def check_copy_gap(fn) -> str:
+    """``fn(model, strings, between) -> (mean gap, standard error)``: rows made of each string
+    (N, m), its ids between (N, f) and the string again; per row, the mean cross-entropy on the
+    second copy's ids 1 .. m - 1 minus that on the first copy's; their mean over the N rows and
+    its standard error (std over the rows / √N)."""
+    vocab, context = 32, 32
+    cases = [
+        (_Copier(vocab, context, bonus=6.0), 200, 8, 6, True),
+        (_Copier(vocab, context, bonus=6.0), 150, 6, 0, True),
+        (_Copier(vocab, context, bonus=0.0), 120, 8, 4, False),
+    ]
+    for model, N, m, f, copies in cases:
+        strings = torch.randint(vocab, (N, m))  # (N, m)
+        between = torch.randint(vocab, (N, f))  # (N, f)
+        want = _copy_variant(model, strings, between)
+        if copies:
+            where = _(
+                "on a model that copies the id after the latest earlier occurrence, {N} "
+                "strings of {m} ids with {f} between"
+            ).format(N=N, m=m, f=f)
+        else:
+            where = _(
+                "on a model that cannot copy, {N} strings of {m} ids with {f} between"
+            ).format(N=N, m=m, f=f)
+        got = _two_numbers(call(fn, model, strings.clone(), between.clone()), where)
+
+        def same(a, b) -> bool:
+            return all(math.isclose(x, y, rel_tol=1e-4, abs_tol=1e-5) for x, y in zip(a, b))
+
+        if same(got, want):
+            continue
+        mistakes = (
+            (
+                dict(rows="no between"),
+                _(
+                    "your second copy follows the first at once: the ids between are not "
+                    "between the copies (left out, or put after them)"
+                ),
+                _(
+                    "each row is string, between, string: "
+                    "torch.cat([strings, between, strings], dim=1)"
+                ),
+            ),
+            (
+                dict(shifted=False),
+                _(
+                    "you scored each position's logits against its own id; the logits at t "
+                    "predict the id at t + 1"
+                ),
+                _("cross_entropy(logits[:, :-1] ..., rows[:, 1:]): column t predicts id t + 1"),
+            ),
+            (
+                dict(sign=-1),
+                _("your gap has the wrong sign: first copy minus second"),
+                _("the gap is second - first: negative when the second copy is easier"),
+            ),
+            (
+                dict(columns="second from 0"),
+                _(
+                    "you counted the second copy's first id; nothing before it says what it is, "
+                    "so a model that copies cannot know it either"
+                ),
+                _("score each copy's ids 1 .. m - 1: nothing before a copy's id 0 says what it is"),
+            ),
+            (
+                dict(columns="first too far"),
+                _("the first copy's slice runs one column too far, into the id after it"),
+                _("the first copy's ids 1 .. m - 1 are predicted at columns 0 .. m - 2"),
+            ),
+            (
+                dict(columns="between in first"),
+                _("you counted the ids between the copies with the first copy"),
+                _("the first copy's ids 1 .. m - 1 are predicted at columns 0 .. m - 2"),
+            ),
+            (
+                dict(spread="losses"),
+                _(
+                    "you returned the mean loss on each copy, first then second; the test "
+                    "returns their difference and its standard error"
+                ),
+                _("per string: second copy's mean loss - first copy's; then mean and std / √N"),
+            ),
+            (
+                dict(spread="sd"),
+                _("your spread is the standard deviation of the gaps, not its standard error"),
+                _("divide the standard deviation over the strings by √N"),
+            ),
+            (
+                dict(spread="chars"),
+                _(
+                    "your standard error counts every character as a sample; the strings are "
+                    "the independent samples (one gap each)"
+                ),
+                _("one gap per string, then gaps.std() / √N"),
+            ),
+        )
+        for options, message, hint in mistakes:
+            if same(got, _copy_variant(model, strings, between, **options)):
+                raise Wrong(_("{where}: {message}").format(where=where, message=message), hint)
+        raise Wrong(
+            _(
+                "{where}, you return a gap of {got:+.3f} ± {got_se:.3f}; the test gives "
+                "{want:+.3f} ± {want_se:.3f}"
+            ).format(where=where, got=got[0], got_se=got[1], want=want[0], want_se=want[1]),
+            _(
+                "rows = string, between, string; per row, the mean loss on the second copy's ids "
+                "1 .. m - 1 minus that on the first copy's; then the mean and std / √N"
+            ),
+        )
+    return _(
+        "the copy test: a model that copies finds the second copy easier, one that cannot does "
+        "not, with the ids between the copies or without"
     )
