@@ -403,6 +403,9 @@ def test_plot_run_panels_stacks_panels_on_one_step_axis_with_one_colour_per_labe
     assert top.get_title() == "while training" and bottom.get_xlabel() == "optimiser step"
     w, h = fig.get_size_inches() * fig.dpi
     assert w <= 1280 and h <= 800
+    four = plot_run_panels([{"runs": accuracy, "ylabel": "a"}] * 4)  # notebook 10's figure
+    w, h = four.get_size_inches() * four.dpi
+    assert w <= 1280 and h <= 800
     with raises(ValueError, "'2 layers'", "4 values", "steps gives 2"):
         plot_run_panels([{"runs": accuracy, "steps": {"2 layers": [0, 4]}, "ylabel": "a"}])
     with raises(ValueError, "panels is empty"):

@@ -128,7 +128,8 @@ def plot_run_panels(
         )
     labels = list(dict.fromkeys(label for panel in panels for label in panel["runs"]))
     colours = dict(zip(labels, _line_colors(len(labels))))
-    fig = LabFigure(figsize=(10, 0.5 + 2.35 * len(panels)), dpi=DPI)
+    # 2.35 in a panel, at most 8 in in all: four panels still fit a 1280 x 800 laptop screen
+    fig = LabFigure(figsize=(10, min(8.0, 0.5 + 2.35 * len(panels))), dpi=DPI)
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     for i, (ax, panel) in enumerate(zip(axes, panels)):
         _check_runs(panel["runs"])
