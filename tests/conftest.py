@@ -43,6 +43,24 @@ from attention_lab import (
 torch.set_num_threads(1)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects anything
+def pytest_collection_modifyitems(config, items):
+    """`make test-hub` collects only tests/test_hub*.py: collecting every test file (about
+    2,200 tests, torch and the notebooks' helpers imported) for its 35 costs each worker 10 s
+    of CPU, and minutes of wall time on a busy machine. A test with the hub marker in any
+    other file would then never run: every collection (make test's too) stops on one."""
+    stray = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("hub") and not item.path.name.startswith("test_hub")
+    ]
+    if stray:
+        raise pytest.UsageError(
+            f"{', '.join(stray)}: the hub marker outside tests/test_hub*.py, the files make "
+            "test-hub runs; move the test into one of them"
+        )
+
+
 def pytest_xdist_make_scheduler(config, log):
     """Under --dist loadfile or loadgroup, the test files of the shared hub
     (hub_helpers.SHARED_HUB_FILES) are one unit of work: one worker runs them in their order,
