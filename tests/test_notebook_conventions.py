@@ -49,6 +49,7 @@ PREDICT_BASELINE = {
     "09_lookup_and_heads": 3,  # 08 gained one (repeat without positions)
     "10_induction_heads": 4,
     "11_attention_on_real_text": 4,  # issue 40 added the positive control's prediction
+    "12_attention_in_todays_llms": 5,
 }
 
 MATH_ALIAS = re.compile(r"d_\{?k\}?(?![a-z_])|d_\{out\}|d_\{model\}_\{head\}")

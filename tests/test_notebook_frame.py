@@ -45,6 +45,7 @@ def test_the_chapter_has_its_notebooks():
         "09_lookup_and_heads.ipynb",
         "10_induction_heads.ipynb",
         "11_attention_on_real_text.ipynb",
+        "12_attention_in_todays_llms.ipynb",
     ]
     missing = [name for name in chapter if name not in names]
     assert not missing, f"missing notebooks: {missing}"

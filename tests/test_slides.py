@@ -95,7 +95,7 @@ def test_every_cell_of_the_chapter_has_slideshow_metadata(path):
 
 def test_the_chapter_numbers_its_notebooks_in_order():
     have = [p.name[:2] for p in CHAPTER]
-    assert have == [f"{i:02d}" for i in range(1, 12)], have
+    assert have == [f"{i:02d}" for i in range(1, 13)], have
 
 
 @pytest.mark.parametrize("path", CHAPTER, ids=lambda p: p.stem)

@@ -179,8 +179,8 @@ def test_slides_html_builds_both_editions(tmp_path, monkeypatch):
     )
     assert slides.main(["html", "--out", str(tmp_path)]) == 0
     langs = {lang: (out, [p.parent.name for p in paths]) for lang, out, paths in built}
-    assert langs["zh-CN"] == (tmp_path / "zh-CN", ["zh-CN"] * 11)
-    assert langs["en"] == (tmp_path, ["notebooks"] * 11)
+    assert langs["zh-CN"] == (tmp_path / "zh-CN", ["zh-CN"] * 12)
+    assert langs["en"] == (tmp_path, ["notebooks"] * 12)
 
 
 # ---------------------------------------------------------------- teacher's guide
@@ -192,7 +192,7 @@ def test_the_chinese_guide_table_is_chinese_with_the_english_numbers():
     assert zh.startswith("| 笔记本 | 幻灯片 | 子幻灯片 |") and "**合计**" in zh
     rows = [line for line in zh.splitlines() if line.startswith("| ") and "---" not in line]
     names = [row.split("|")[1].strip() for row in rows[1:-1]]
-    assert len(names) == 12 and all(CJK.search(n) for n in names), names
+    assert len(names) == 13 and all(CJK.search(n) for n in names), names
     assert "01 · 加权平均" in names
     assert re.findall(r"\d+", en.split("\n\n")[0]) == re.findall(r"\d+", zh.split("\n\n")[0])
     assert not re.search(
