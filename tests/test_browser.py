@@ -11,7 +11,8 @@ redraws the picture, and measures the time from a slider change to the new image
 page over a dozen changes (printed: run pytest with -s to see it; the Voila p90 must stay
 within 300 ms). In Voila also: the n_heads slider is on the first screen, every link
 of the app answers 200, and the induction task trains, shows its layer toggle and redraws
-for layer 1 (screenshots voila-induction-*.png).
+for layer 1 (screenshots voila-induction-*.png), and 2 kv heads for the 4 heads redraw the
+picture with the KV cache per token in the status line (voila-kv-heads-*.png).
 
 Skipped with a reason when Chromium or Playwright is missing -- unless the environment sets
 ATTENTION_LAB_REQUIRE_BROWSER=1 (CI does, in .ci/run): then a missing browser is a failure.
@@ -206,6 +207,33 @@ def _wait_for_status(page, root: str, words: str, timeout=CHANGE_TIMEOUT_MS) -> 
     )
 
 
+def _redraws(page, root: str, button, status: str, where: str) -> None:
+    """Click ``button``: the status line comes to say ``status`` and a new picture (other
+    bytes) replaces the old one, with no message."""
+    image = page.locator(f"{root} img.attention-lab-heatmap")
+    before = _image_digest(image)
+    button.click()
+    _wait_for_status(page, root, status)
+    page.wait_for_function(
+        "([root, old]) => document.querySelector(root + ' img.attention-lab-heatmap').src !== old",
+        arg=[root, before[0]],
+        timeout=CHANGE_TIMEOUT_MS,
+    )
+    assert _image_digest(image) != before, f"{where}: {status!r} drew the same picture"
+    assert page.locator(f"{root} .attention-lab-message").inner_text().strip() == ""
+
+
+def _at_both_sizes(page, root: str, where: str, name: str) -> None:
+    """Check the layout and take screenshot artifacts/<name>-<w>x<h>.png at each size, then
+    back to the laptop's."""
+    for width, height in SIZES:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(300)
+        _check_layout(page, root, f"{where} {name} {width}x{height}")
+        page.screenshot(path=str(ARTIFACTS / f"{name}-{width}x{height}.png"))
+    page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
+
+
 def _induction_layers(page, root: str, where: str) -> None:
     """Choose the induction task, trained: the layer toggle appears, layer 1 redraws the
     picture; screenshots at both sizes. Then back to the previous task, untrained."""
@@ -222,23 +250,8 @@ def _induction_layers(page, root: str, where: str) -> None:
         arg=root,
         timeout=CHANGE_TIMEOUT_MS,
     )
-    image = page.locator(f"{root} img.attention-lab-heatmap")
-    before = _image_digest(image)
-    layer_row.get_by_role("button", name="layer 1").click()
-    _wait_for_status(page, root, "layer 1 of 2")
-    page.wait_for_function(
-        "([root, old]) => document.querySelector(root + ' img.attention-lab-heatmap').src !== old",
-        arg=[root, before[0]],
-        timeout=CHANGE_TIMEOUT_MS,
-    )
-    assert _image_digest(image) != before, f"{where}: layer 1 drew the same picture"
-    assert page.locator(f"{root} .attention-lab-message").inner_text().strip() == ""
-    for width, height in SIZES:
-        page.set_viewport_size({"width": width, "height": height})
-        page.wait_for_timeout(300)
-        _check_layout(page, root, f"{where} induction {width}x{height}")
-        page.screenshot(path=str(ARTIFACTS / f"voila-induction-{width}x{height}.png"))
-    page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
+    _redraws(page, root, layer_row.get_by_role("button", name="layer 1"), "layer 1 of 2", where)
+    _at_both_sizes(page, root, where, "voila-induction")
     page.locator(f"{root} .attention-lab-task").get_by_role("button", name="previous").click()
     trained.get_by_role("button", name="untrained").click()
     _wait_for_status(page, root, "4 heads · d_head = 8")
@@ -249,6 +262,27 @@ def _induction_layers(page, root: str, where: str) -> None:
         timeout=CHANGE_TIMEOUT_MS,
     )
     assert not layer_row.is_visible(), f"{where}: the layer toggle stayed after induction"
+
+
+def _kv_heads(page, root: str, where: str) -> None:
+    """With 4 heads the kv heads toggle offers 4, 2 and 1 (divisors only); 2 redraws the
+    picture (titles name each head's kv head, the panels are framed by group) and the status
+    line gives the KV cache per token against MHA's; screenshots at both sizes. Then back to
+    4 (MHA), whose status line names no cache, as before the control."""
+    toggle = page.locator(f"{root} .attention-lab-n-kv-heads")
+    buttons = [b.strip() for b in toggle.get_by_role("button").all_inner_texts()]
+    assert buttons == ["4", "2", "1"], f"{where}: kv heads offered with 4 heads: {buttons}"
+    assert "KV cache" not in page.locator(f"{root} .attention-lab-status").inner_text()
+    two = toggle.get_by_role("button", name="2", exact=True)
+    _redraws(page, root, two, "KV cache 128 bytes per token (2 kv heads): 1/2 of MHA's 256", where)
+    _at_both_sizes(page, root, where, "voila-kv-heads")
+    toggle.get_by_role("button", name="4", exact=True).click()
+    page.wait_for_function(  # plain multi-head attention again: no cache in the status line
+        "root => !document.querySelector(root + ' .attention-lab-status').innerText"
+        ".includes('KV cache')",
+        arg=root,
+        timeout=CHANGE_TIMEOUT_MS,
+    )
 
 
 def test_the_explorer_app_in_voila(chromium, voila_url):
@@ -308,6 +342,7 @@ def test_the_explorer_app_in_voila(chromium, voila_url):
         times = _time_changes(page, root, "Voila 1280x800")
         page.screenshot(path=str(ARTIFACTS / "voila-1280x800-after.png"), full_page=True)
         _induction_layers(page, root, "Voila")
+        _kv_heads(page, root, "Voila")
 
         # the presenter view: bigger text, the picture as wide as the window
         page.set_viewport_size({"width": SIZES[1][0], "height": SIZES[1][1]})

@@ -87,6 +87,29 @@ def zh_page(chromium, zh_voila_url):
         context.close()
 
 
+def english_words(page) -> list[str]:
+    """The English words the explorer shows, outside ``ALLOWED``: read word by word as the
+    page shows them (the task buttons' names, one text each, come out of inner_text() run
+    together, "copypreviousrepeatlookup")."""
+    shown = page.locator(ROOT_CSS).evaluate(
+        """e => { const w = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), out = [];
+                  for (let n = w.nextNode(); n; n = w.nextNode()) out.push(n.data);
+                  return out.join(" "); }"""
+    )
+    return sorted(set(WORD.findall(shown)) - ALLOWED)
+
+
+def fits_at_both_sizes(page, name: str) -> None:
+    """At each size the page is no wider than the window; screenshot
+    artifacts/<name>-<w>x<h>.png."""
+    for width, height in SIZES:
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(400)
+        overflow = page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+        assert not overflow, f"{width}x{height}: the page is wider than the window"
+        page.screenshot(path=str(ARTIFACTS / f"{name}-{width}x{height}.png"))
+
+
 def app_view(page) -> None:
     """Back to the app's own view at a laptop's size, whatever the other test left."""
     page.evaluate("location.hash = ''")
@@ -104,21 +127,42 @@ def test_the_chinese_explorer_speaks_chinese(zh_page):
     assert "zh_CN" not in page.locator("body").inner_text()  # the setup cell shows nothing
     assert CJK.search(status.inner_text()), status.inner_text()
     assert CJK.search(controls)
-    # word by word as the page shows them: the task buttons' names, one text each,
-    # come out of inner_text() run together ("copypreviousrepeatlookup")
-    shown = page.locator(ROOT_CSS).evaluate(
-        """e => { const w = document.createTreeWalker(e, NodeFilter.SHOW_TEXT), out = [];
-                  for (let n = w.nextNode(); n; n = w.nextNode()) out.push(n.data);
-                  return out.join(" "); }"""
-    )
-    english = sorted(set(WORD.findall(shown)) - ALLOWED)
+    english = english_words(page)
     assert not english, f"English words in the Chinese explorer: {english}"
-    for width, height in SIZES:
-        page.set_viewport_size({"width": width, "height": height})
-        page.wait_for_timeout(400)
-        overflow = page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
-        assert not overflow, f"{width}x{height}: the page is wider than the window"
-        page.screenshot(path=str(ARTIFACTS / f"zh-voila-{width}x{height}.png"))
+    fits_at_both_sizes(page, "zh-voila")
+    assert not blocked, f"the app asked for outside addresses: {blocked}"
+
+
+def test_the_kv_heads_toggle_speaks_chinese(zh_page):
+    """2 kv heads for the 4 heads: the status line gives the KV cache per token in Chinese,
+    the page still shows no English word and fits; screenshots zh-voila-kv-heads-<w>x<h>.png."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page, blocked = zh_page
+    app_view(page)
+    status = page.locator(f"{ROOT_CSS} .attention-lab-status")
+    old = page.locator(f"{ROOT_CSS} img.attention-lab-heatmap").get_attribute("src")
+    toggle = page.locator(f"{ROOT_CSS} .attention-lab-n-kv-heads")
+    toggle.get_by_role("button", name="2", exact=True).click()
+    page.wait_for_function(
+        """([root, old]) => document.querySelector(root + ' img.attention-lab-heatmap').src
+            !== old && document.querySelector(root + ' .attention-lab-status').innerText
+            .includes('2 个键/值头')""",
+        arg=[ROOT_CSS, old],
+        timeout=60_000,
+    )
+    assert "每个 token 的 KV 缓存 128 字节（2 个键/值头）：是多头注意力 256 字节的 1/2" in (
+        status.inner_text()
+    )
+    english = english_words(page)
+    assert not english, f"English words with 2 kv heads: {english}"
+    fits_at_both_sizes(page, "zh-voila-kv-heads")
+    toggle.get_by_role("button", name="4", exact=True).click()
+    page.wait_for_function(
+        "root => !document.querySelector(root + ' .attention-lab-status').innerText"
+        ".includes('KV 缓存')",
+        arg=ROOT_CSS,
+        timeout=60_000,
+    )
     assert not blocked, f"the app asked for outside addresses: {blocked}"
 
 

@@ -31,6 +31,10 @@ from attention_lab.viz.explorer.model import (
     example_sequence,
     explorer_settings,
     head_weights,
+    kv_cache_per_token,
+    kv_head_choices,
+    kv_head_of,
+    kv_heads_after,
     model_config,
     parse_sequence,
     placeholder,
@@ -43,10 +47,19 @@ from attention_lab.viz.explorer.model import (
     train_steps,
     untrained_model,
 )
-from attention_lab.viz.explorer.picture import RENDER_DPI, css_width
+from attention_lab.viz.explorer.picture import (
+    FRAME_WIDTH,
+    KV_COLORS,
+    RENDER_DPI,
+    Picture,
+    css_width,
+    snapshot,
+)
 from attention_lab.viz.explorer.text import (
+    cache_html,
     error_html,
     metrics_html,
+    panel_titles,
     status_html,
     suptitle,
     training_html,
@@ -104,7 +117,7 @@ def test_a_setting_is_a_tinylm_config_with_the_explorers_vocabulary_and_context(
     )
     assert train_settings("lookup")["epochs"] == 4 and train_settings("copy")["epochs"] == 2
     assert SETTING_NAMES[:2] == ("n_heads", "d_model") and "head" in SETTING_NAMES
-    assert "layer" in SETTING_NAMES
+    assert "layer" in SETTING_NAMES and "n_kv_heads" in SETTING_NAMES
 
 
 # -- one table of training settings -------------------------------------------------------
@@ -290,18 +303,24 @@ def test_an_untrained_model_is_seeded_and_leaves_the_global_random_state_alone()
 def test_the_model_cache_builds_once_per_setting_and_trains_with_the_given_function():
     calls = []
 
-    def fake_train(*setting):
-        calls.append(setting)
-        return untrained_model(*setting[1:]), "history"
+    def fake_train(*setting, n_kv_heads):
+        calls.append((*setting, n_kv_heads))
+        return untrained_model(*setting[1:], n_kv_heads=n_kv_heads), "history"
 
     cache = ModelCache()
     model, history = cache.model_for(False, "lookup", 16, 2, "causal", None, train=fake_train)
     assert history is None and not calls
     assert cache.model_for(False, "copy", 16, 2, "causal", None)[0] is model  # task: trained only
     trained = cache.model_for(True, "copy", 16, 2, "causal", None, train=fake_train)
-    assert trained[1] == "history" and calls == [("copy", 16, 2, "causal", None)]
+    assert trained[1] == "history" and calls == [("copy", 16, 2, "causal", None, None)]
     assert cache.model_for(True, "copy", 16, 2, "causal", None, train=fake_train) is trained
     assert len(calls) == 1 and len(cache) == 2
+    # n_kv_heads = n_heads is plain multi-head attention: the same model, not a new one
+    mha = cache.model_for(True, "copy", 16, 2, "causal", None, train=fake_train, n_kv_heads=2)
+    assert mha is trained and len(calls) == 1
+    mqa = cache.model_for(True, "copy", 16, 2, "causal", None, train=fake_train, n_kv_heads=1)
+    assert calls[-1] == ("copy", 16, 2, "causal", None, 1) and mqa is not trained
+    assert mqa[0].config.n_kv_heads == 1 and len(cache) == 3
 
 
 @pytest.mark.parametrize("mask, window", [("causal", None), ("sliding", 3), ("none", None)])
@@ -331,7 +350,8 @@ def test_train_setting_leaves_the_global_random_state_alone():
 
 def setting(**changes) -> dict:
     s = dict(n_heads=4, d_model=32, sequence="12 30 7", trained=False, task="lookup", mask="causal")
-    return {**s, "window": 4, "head": ALL_HEADS, "layer": 0, **changes}
+    s = {**s, "window": 4, "head": ALL_HEADS, "layer": 0, **changes}
+    return {"n_kv_heads": s["n_heads"], **s}
 
 
 def test_the_title_names_the_model_the_sizes_and_the_mask():
@@ -351,6 +371,12 @@ def test_the_read_outs_of_a_two_layer_task_name_the_layer_and_the_budget():
     s = setting(task="induction", sequence="3 9 3", layer=1)
     assert (
         status_html(s, 8, 4, [3, 9, 3]) == "<b>4 heads · d_head = 8</b> · layer 1 of 2 · 4 panels"
+    )
+    assert cache_html(s, 512, 512) == ""  # MHA: the status line as before the kv control
+    gqa = {**s, "n_kv_heads": 2}
+    assert status_html(gqa, 8, 4, [3, 9, 3], cache_html(gqa, 256, 512)) == (
+        "<b>4 heads · d_head = 8</b> · layer 1 of 2 · 4 panels · KV cache 256 bytes per token "
+        "(2 kv heads): 1/2 of MHA's 512"
     )
     assert "layer" not in status_html(setting(), 8, 4, [12, 30, 7])  # one layer: not named
     assert training_html(s) == (
@@ -390,3 +416,207 @@ def test_outside_a_kernel_nothing_waits_for_the_page():
     assert explorer_kernel.in_kernel() is False
     assert explorer_kernel.from_the_page() is False
     assert explorer_kernel.later(lambda: None) is False
+
+
+# -- key/value heads: grouped-query and multi-query attention --------------------------------
+
+
+def test_the_kv_heads_offered_are_h_halved_down_to_1_and_each_builds_a_model():
+    offered = {n_heads: kv_head_choices(n_heads) for n_heads in HEAD_CHOICES}
+    assert offered == {1: (1,), 2: (2, 1), 4: (4, 2, 1), 8: (8, 4, 2, 1)}
+    for n_heads, choices in offered.items():
+        d_model = d_model_choices(n_heads)[0]
+        for n_kv in choices:
+            check_sizes(n_heads, d_model, n_kv)
+            model = untrained_model(d_model, n_heads, "causal", None, n_kv_heads=n_kv)
+            assert model.config.kv_heads == n_kv
+    with pytest.raises(ValueError, match=r"n_kv_heads=3 is not offered with n_heads=8; pick one "
+                       r"of \(8, 4, 2, 1\): each key/value head serves"):  # fmt: skip
+        check_sizes(8, 32, 3)
+    with pytest.raises(ValueError, match=r"n_kv_heads=8 is not offered with n_heads=4"):
+        check_sizes(4, 32, 8)
+
+
+def test_as_many_kv_heads_as_heads_is_the_explorers_old_model_bitwise():
+    assert model_config(32, 4, "causal", None, "copy", 4) == model_config(32, 4, "causal", None)
+    assert model_config(32, 4, "causal", None, "copy", 4).n_kv_heads is None
+    a = untrained_model(32, 4, "causal", None, n_kv_heads=4).state_dict()
+    b = untrained_model(32, 4, "causal", None).state_dict()
+    assert list(a) == list(b)
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
+
+
+def _weights_by_hand(model, ids, group_of) -> np.ndarray:
+    """Each head's weights of a one-layer model computed here from its fused projection (rows
+    Q, then K, then V): head h's queries against the keys of kv head ``group_of(h)``."""
+    attention = model.attention_layers()[0]
+    seen = {}
+    handle = attention.register_forward_pre_hook(lambda module, args: seen.update(x=args[0]))
+    with torch.no_grad():
+        model(torch.tensor([ids]))
+        handle.remove()
+        c = model.config
+        d_head, n_kv = c.d_model // c.n_heads, c.kv_heads
+        qkv = attention.qkv(seen["x"])[0]  # (T, D + 2 n_kv d_head)
+        q, k = qkv[:, : c.d_model], qkv[:, c.d_model : c.d_model + n_kv * d_head]
+        T = len(ids)
+        future = torch.ones(T, T, dtype=torch.bool).triu(1)  # (T, T), True = blocked
+        out = []
+        for h in range(c.n_heads):
+            g = group_of(h)
+            scores = q[:, h * d_head : (h + 1) * d_head] @ k[:, g * d_head : (g + 1) * d_head].T
+            scores = (scores / d_head**0.5).masked_fill(future, float("-inf"))  # (T, T)
+            out.append(scores.softmax(-1))
+    return torch.stack(out).numpy()  # (H, T, T)
+
+
+@pytest.mark.parametrize("n_heads, n_kv", [(8, 2), (8, 4), (4, 2), (4, 1), (8, 8)])
+def test_each_panel_is_its_query_head_against_the_kv_head_its_title_names(n_heads, n_kv):
+    model = untrained_model(32, n_heads, "causal", None, "previous", n_kv)
+    ids = [5, 12, 7, 7, 3, 9, 40]
+    _, shown, _ = head_weights(model, ids, ALL_HEADS)
+    group = n_heads // n_kv  # Llama's grouping: heads 0..g-1 read kv head 0, ...
+    assert [kv_head_of(h, n_heads, n_kv) for h in range(n_heads)] == [
+        h // group for h in range(n_heads)
+    ]
+    expected = _weights_by_hand(model, ids, lambda h: kv_head_of(h, n_heads, n_kv))
+    np.testing.assert_allclose(shown, expected, rtol=1e-5, atol=1e-6)
+    if 1 < n_kv < n_heads:  # the check can fail: tiling (h % n_kv) reads other kv heads
+        tiled = _weights_by_hand(model, ids, lambda h: h % n_kv)
+        assert not np.allclose(shown, tiled, atol=1e-3)
+    titles = panel_titles(setting(n_heads=n_heads, n_kv_heads=n_kv), list(range(n_heads)), 4)
+    assert all(f"head {h} · " in t for h, t in enumerate(titles))
+    if n_kv < n_heads:
+        assert [t.split(" · ")[1] for t in titles] == [f"kv {h // group}" for h in range(n_heads)]
+
+
+def test_moving_n_heads_keeps_the_query_heads_per_kv_head_where_it_can():
+    assert kv_heads_after(4, 8, 8) == 4  # MHA stays MHA
+    assert kv_heads_after(8, 4, 4) == 8
+    assert kv_heads_after(8, 4, 2) == 4  # 2 query heads per kv head, before and after
+    assert kv_heads_after(4, 8, 2) == 1  # 4 per kv head: all four share one
+    assert kv_heads_after(2, 8, 1) == 1  # MQA stays MQA going down
+    for new in HEAD_CHOICES:
+        for old in HEAD_CHOICES:
+            for n_kv in kv_head_choices(old):
+                assert kv_heads_after(new, old, n_kv) in kv_head_choices(new)
+
+
+@pytest.mark.parametrize(
+    "task, n_heads, n_kv", [("copy", 8, 8), ("copy", 8, 2), ("copy", 4, 1), ("induction", 8, 2)]
+)
+def test_the_cache_per_token_is_the_formula_and_what_the_models_cache_holds(task, n_heads, n_kv):
+    model = untrained_model(32, n_heads, "causal", None, task, n_kv)
+    per_token, mha = kv_cache_per_token(model.config)
+    layers, d_head = task_n_layers(task), 32 // n_heads
+    assert per_token == layers * 2 * n_kv * d_head * 4  # k and v, float32
+    assert mha == layers * 2 * n_heads * d_head * 4 == layers * 2 * 32 * 4
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(torch.tensor([[1, 2, 3, 4, 5]]), cache=cache)
+    assert cache.nbytes() == 5 * per_token  # the tensors the model cached for 5 tokens
+
+
+def test_a_grouped_query_setting_trains_with_its_kv_heads():
+    model, history = train_setting("copy", 32, 8, "causal", None, n_kv_heads=2)
+    assert model.config.n_kv_heads == 2
+    assert model.attention_layers()[0].qkv.out_features == 32 + 2 * 2 * 4  # Q, then 2 K, 2 V
+    assert history.final_loss < 0.05  # the copy task is solved with 2 kv heads too
+
+
+def test_the_read_outs_name_the_kv_heads_and_the_cache_against_mha():
+    gqa = setting(n_heads=8, n_kv_heads=2, trained=True, task="copy")
+    assert suptitle(gqa) == (
+        "TinyLM, trained on copy: n_heads = 8, n_kv_heads = 2, d_model = 32, causal mask"
+    )
+    assert "n_kv_heads" not in suptitle(setting())  # MHA: the title as it always was
+    assert panel_titles(gqa, [5], 4) == ["head 5 · kv 1 · d_head = 4"]
+    assert panel_titles(setting(), [0, 1], 8) == ["head 0 · d_head = 8", "head 1 · d_head = 8"]
+    assert training_html(gqa) == (
+        "<i>training TinyLM on the copy task (n_heads=8, n_kv_heads=2, d_model=32) ...</i>"
+    )
+    assert cache_html(gqa, 64, 256) == (
+        "KV cache 64 bytes per token (2 kv heads): 1/4 of MHA's 256"
+    )
+    mqa = setting(n_heads=8, n_kv_heads=1)
+    assert cache_html(mqa, 32, 256) == (
+        "KV cache 32 bytes per token (1 kv head, MQA): 1/8 of MHA's 256"
+    )
+    assert cache_html(setting(), 256, 256) == ""  # plain multi-head attention: not said
+
+
+# -- the picture: panels framed by kv head -----------------------------------------------------
+
+
+def _pixel(pixels, ax) -> tuple:
+    """The RGB of a pixel 3/4 of a frame's width inside the panel's left edge (past the
+    panel's own outline), half-way up."""
+    x0, y0, x1, y1 = ax.bbox.extents
+    row = int(pixels.shape[0] - (y0 + y1) / 2)
+    inset = 0.75 * FRAME_WIDTH * ax.figure.dpi / 72  # pixels
+    return tuple(int(c) for c in pixels[row, int(x0 + inset), :3])
+
+
+def _rgb(color: str) -> tuple:
+    return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))
+
+
+def test_the_panels_of_one_kv_head_share_a_frame_colour_and_mha_draws_none():
+    w = np.full((8, 6, 6), 1 / 6)  # (H, T, T): light blue everywhere
+    tokens = [f"{i}:{i}" for i in range(6)]
+    titles = [f"head {h}" for h in range(8)]
+    picture = Picture()
+    grid, _ = picture.heatmaps(w, tokens, titles, "", None, groups=None)
+    plain = grid.render().copy()
+    grid, _ = picture.heatmaps(w, tokens, titles, "", None, groups=[h // 2 for h in range(8)])
+    framed = grid.render().copy()
+    colours = [_pixel(framed, ax) for ax in grid.axes]
+    assert colours == [_rgb(KV_COLORS[h // 2]) for h in range(8)]
+    assert len(set(colours)) == 4  # four kv heads, four colours
+    assert all(_pixel(plain, ax) != c for ax, c in zip(grid.axes, colours))
+    # back to plain multi-head attention: the frames leave nothing behind
+    grid, _ = picture.heatmaps(w, tokens, titles, "", None, groups=None)
+    np.testing.assert_array_equal(grid.render(), plain)
+    # the static copy frames its panels alike
+    fig = snapshot(w, (tokens, titles, "", grid.panel_size), None, [h // 4 for h in range(8)])
+    fig.canvas.draw()
+    pixels = np.asarray(fig.canvas.buffer_rgba())
+    panels = [ax for ax in fig.axes if ax.images][:8]
+    assert [_pixel(pixels, ax) for ax in panels] == [_rgb(KV_COLORS[h // 4]) for h in range(8)]
+
+
+def test_a_frame_drawn_outside_its_panel_would_be_left_behind():
+    # the control for the test above: a frame that is not clipped to its panel paints pixels
+    # outside it that the redraw does not restore, so going back to MHA would not be clean
+    w = np.full((4, 6, 6), 1 / 6)
+    tokens, titles = [str(i) for i in range(6)], [f"head {h}" for h in range(4)]
+    picture = Picture()
+    grid, _ = picture.heatmaps(w, tokens, titles, "", None, groups=None)
+    plain = grid.render().copy()
+    for frame in grid.frames:
+        frame.set_clip_on(False)
+    picture.heatmaps(w, tokens, titles, "", None, groups=[0, 0, 1, 1])
+    grid, _ = picture.heatmaps(w, tokens, titles, "", None, groups=None)
+    assert not np.array_equal(grid.render(), plain)
+
+
+def test_a_long_title_over_one_panel_is_broken_into_two_lines_inside_the_figure():
+    s = setting(n_heads=4, n_kv_heads=2, task="induction", layer=1, mask="sliding", window=6)
+    title = suptitle(s)  # one line: wider than the one-panel figure
+    w = np.full((1, 6, 6), 1 / 6)
+    tokens = [str(i) for i in range(6)]
+    grid, _ = Picture().heatmaps(w, tokens, ["head 3"], title, None)
+    renderer = grid.figure.canvas.get_renderer()
+    shown = grid.suptitle.get_text()
+    assert shown == title.replace(": n_heads", ":\nn_heads", 1)  # broken after the model
+    box = grid.suptitle.get_window_extent(renderer)
+    assert 0 <= box.x0 and box.x1 <= grid.figure.bbox.width
+    panel_title = grid.axes[0].title.get_window_extent(renderer)
+    assert box.y0 > panel_title.y1  # above the panel's own title, not over it
+    grid.suptitle.set_text(title)  # the control: the same title on one line runs off
+    box = grid.suptitle.get_window_extent(renderer)
+    assert box.x0 < 0 and box.x1 > grid.figure.bbox.width
+    # four panels have room: the title stays on one line
+    grid, _ = Picture().heatmaps(np.full((4, 6, 6), 1 / 6), tokens, list("abcd"), title, None)
+    assert grid.suptitle.get_text() == title

@@ -19,7 +19,7 @@ import torch
 from conftest import message
 
 from attention_lab import MultiHeadAttention, TinyLM
-from attention_lab.viz.explorer.model import TASK_CHOICES, parse_sequence
+from attention_lab.viz.explorer.model import TASK_CHOICES, kv_head_choices, parse_sequence
 from attention_lab.viz.explorer.text import error_html, training_html
 from attention_lab.viz.explorer.widgets import AttentionExplorer
 from attention_lab.viz.headgrid import HeadGrid
@@ -29,6 +29,7 @@ from attention_lab.viz.headgrid import HeadGrid
 # task's SEP token, and units.
 ALLOWED = {
     "n_heads",
+    "n_kv_heads",
     "d_model",
     "d_head",
     "d_k",
@@ -134,7 +135,8 @@ def test_every_control_label_option_tooltip_and_read_out_is_chinese(zh_explorer)
     kinds = {where.split()[0].split(".")[0] for where, _ in texts}
     # the check saw every kind of text the page has
     assert {"SelectionSlider", "Text", "ToggleButtons", "Dropdown", "Label"} <= kinds
-    assert sum(where == "ToggleButtons tooltip" for where, _ in texts) == len(TASK_CHOICES)
+    tooltips = len(TASK_CHOICES) + len(kv_head_choices(4))  # the task and kv heads toggles
+    assert sum(where == "ToggleButtons tooltip" for where, _ in texts) == tooltips
     for where, text in texts:
         assert_chinese(text, where)
     assert zh_explorer.message.value == ""
@@ -172,6 +174,40 @@ def test_the_two_layer_task_names_its_layers_in_chinese(zh):
     with pytest.raises(ValueError) as raised:
         AttentionExplorer(task="copy", layer=1)
     assert "不提供 layer=1；请从 (0,) 中选一个" in str(raised.value)
+
+
+def test_the_kv_heads_toggle_its_titles_and_the_cache_speak_chinese(zh):
+    ex = AttentionExplorer(n_heads=8, d_model=32, n_kv_heads=2, diagram=False)
+    labels = [w.value for w in walk(ex) if isinstance(w, ipywidgets.Label)]
+    assert "键/值头" in labels
+    assert ex.n_kv_heads.tooltips == (
+        "8 个键/值头：普通多头注意力，每个查询头各有一个",
+        "4 个键/值头：分组查询注意力，每 2 个查询头共用一个",
+        "2 个键/值头：分组查询注意力，每 4 个查询头共用一个",
+        "1 个键/值头：多查询注意力，全部 8 个查询头共用它",
+    )
+    for where, text in texts_of(ex) + figure_texts(ex.figure):
+        assert_chinese(text, where)
+    titles = [ax.get_title() for ax in ex.figure.axes if ax.images]
+    assert titles[5] == "头 5 · 键/值头 1 · d_head = 4"
+    assert "n_kv_heads = 2" in ex.figure.get_suptitle()
+    assert "每个 token 的 KV 缓存 64 字节（2 个键/值头）：是多头注意力 256 字节的 1/4" in (
+        ex.status.value
+    )
+    ex.n_kv_heads.value = 1
+    assert "（1 个键/值头，多查询注意力）：是多头注意力 256 字节的 1/8" in ex.status.value
+    ex.n_kv_heads.value = 8
+    assert "KV 缓存" not in ex.status.value  # plain multi-head attention: as before
+    ex.trained.value = True  # the training message names the kv heads too
+    ex.n_kv_heads.value = 4
+    training = training_html(ex.setting())
+    assert "（n_heads=8, n_kv_heads=4, d_model=32）" in training
+    assert_chinese(training, "training message")
+    with pytest.raises(ValueError) as raised:
+        AttentionExplorer(n_heads=8, d_model=32, n_kv_heads=3)
+    chinese = str(raised.value).split("\n")[1]
+    assert chinese.startswith("n_heads=8 时不提供 n_kv_heads=3；请从 (8, 4, 2, 1) 中选一个")
+    assert_chinese(chinese, "message")
 
 
 def test_a_trained_model_reports_its_loss_in_chinese(zh):

@@ -16,6 +16,9 @@ import ipywidgets
 import numpy as np
 import pytest
 import torch
+import traitlets
+from matplotlib.colors import to_hex
+from matplotlib.patches import Rectangle
 from PIL import Image
 
 from attention_lab import tasks
@@ -31,13 +34,21 @@ from attention_lab.viz.explorer.model import (
     VOCAB_SIZE,
     d_model_choices,
     example_sequence,
+    kv_cache_per_token,
+    kv_head_choices,
     parse_sequence,
     position_labels,
     task_context_length,
     task_vocab_size,
     untrained_model,
 )
-from attention_lab.viz.explorer.picture import CSS_DPI, DIAGRAM_CSS_DPI, PIXEL_RATIO, RENDER_DPI
+from attention_lab.viz.explorer.picture import (
+    CSS_DPI,
+    DIAGRAM_CSS_DPI,
+    KV_COLORS,
+    PIXEL_RATIO,
+    RENDER_DPI,
+)
 from attention_lab.viz.explorer.widgets import AttentionExplorer
 from attention_lab.viz.headgrid import HeadGrid
 from attention_lab.viz.heatmaps import plot_heads
@@ -443,6 +454,119 @@ def test_every_offered_combination_renders_and_respects_its_mask():
         assert torch.all(torch.from_numpy(ex.weights)[:, blocked] == 0)
 
 
+# -- the kv heads toggle: grouped-query and multi-query attention ---------------------------
+
+
+def frame_colours(ex: AttentionExplorer) -> list[str | None]:
+    """The frame colour of each panel on show (None: not framed)."""
+    grid = ex._picture.grids[(len(ex.weights), tuple(ex._labels[0]))]
+    return [_hex(frame) if frame.get_visible() else None for frame in grid.frames]
+
+
+def _hex(frame) -> str:
+    return to_hex(frame.get_edgecolor()).upper()
+
+
+def test_the_kv_heads_toggle_offers_only_counts_that_divide_n_heads_with_a_tooltip_each():
+    ex = AttentionExplorer(n_heads=8, d_model=32, diagram=False)
+    assert ex.n_kv_heads.value == 8  # plain multi-head attention by default
+    for n_heads in (4, 2, 1, 2, 4, 8):
+        ex.n_heads.value = n_heads
+        assert [v for _, v in ex.n_kv_heads.options] == list(kv_head_choices(n_heads))
+        assert len(ex.n_kv_heads.tooltips) == len(ex.n_kv_heads.options)
+        assert ex.n_kv_heads.value == n_heads  # MHA stays MHA
+        assert_drawn(ex)
+    assert ex.n_kv_heads.tooltips == (
+        "8 key/value heads: plain multi-head attention, each query head its own",
+        "4 key/value heads: grouped-query attention, 2 query heads share each one",
+        "2 key/value heads: grouped-query attention, 4 query heads share each one",
+        "1 key/value head: multi-query attention, all 8 query heads share it",
+    )
+    ex.n_kv_heads.value = 4  # 2 query heads per kv head ...
+    ex.n_heads.value = 4
+    assert ex.n_kv_heads.value == 2  # ... kept
+    ex.n_heads.value = 1
+    assert [v for _, v in ex.n_kv_heads.options] == [1] and ex.n_kv_heads.value == 1
+    assert_drawn(ex)
+
+
+def test_every_offered_kv_setting_renders_framed_by_group_with_its_cache_in_the_status():
+    ex = AttentionExplorer(diagram=False)
+    for n_heads in HEAD_CHOICES:
+        ex.n_heads.value = n_heads
+        for n_kv in kv_head_choices(n_heads):
+            ex.n_kv_heads.value = n_kv
+            assert_drawn(ex)
+            d_head = ex.d_model.value // n_heads
+            group = n_heads // n_kv
+            model = ex.model_for(False, "copy", ex.d_model.value, n_heads, "causal", None, n_kv)[0]
+            assert model.config.kv_heads == n_kv
+            per_token, mha = kv_cache_per_token(model.config)
+            assert per_token == 2 * n_kv * d_head * 4 and mha == 2 * ex.d_model.value * 4
+            if n_kv == n_heads:
+                assert titles(ex) == [f"head {h} · d_head = {d_head}" for h in range(n_heads)]
+                assert frame_colours(ex) == [None] * n_heads
+                assert "KV cache" not in ex.status.value  # as before the kv heads control
+                assert "n_kv_heads" not in ex.figure.get_suptitle()
+            else:
+                assert titles(ex) == [
+                    f"head {h} · kv {h // group} · d_head = {d_head}" for h in range(n_heads)
+                ]
+                assert frame_colours(ex) == [KV_COLORS[h // group] for h in range(n_heads)]
+                assert f"KV cache {per_token} bytes per token" in ex.status.value
+                assert f"1/{group} of MHA's {mha}" in ex.status.value
+                assert f"n_kv_heads = {n_kv}" in ex.figure.get_suptitle()
+
+
+def test_head_focus_with_grouped_kv_heads_names_and_frames_that_heads_kv_head():
+    ex = AttentionExplorer(n_heads=8, d_model=32, n_kv_heads=2, diagram=False)
+    ex.head.value = 5
+    assert titles(ex) == ["head 5 · kv 1 · d_head = 4"]
+    assert frame_colours(ex) == [KV_COLORS[1]]
+    shot = ex.snapshot()  # the static copy says and frames the same
+    assert [ax.get_title() for ax in shot.axes if ax.images] == titles(ex)
+    frames = [p for ax in shot.axes for p in ax.patches if isinstance(p, Rectangle)]
+    assert [_hex(frame) for frame in frames] == [KV_COLORS[1]]
+
+
+def test_trained_mode_retrains_with_the_kv_heads_and_keeps_each_model():
+    ex = AttentionExplorer(n_heads=8, d_model=32, trained=True, diagram=False)
+    mha_model, mha_history = ex.model_for(True, "copy", 32, 8, "causal", None)
+    ex.n_kv_heads.value = 2
+    model, history = ex.model_for(True, "copy", 32, 8, "causal", None, 2)
+    assert ex.history is history and history is not mha_history
+    assert model.config.n_kv_heads == 2 and history.final_loss < 0.05
+    assert "n_kv_heads = 2" in ex.figure.get_suptitle() and "trained on copy" in ex.metrics.value
+    ex.n_kv_heads.value = 8  # back to MHA: the model trained first, not a new one
+    assert ex.history is mha_history
+    assert ex.model_for(True, "copy", 32, 8, "causal", None)[0] is mha_model
+    assert len([k for k in ex._models if k[0]]) == 2
+
+
+def test_the_two_layer_task_groups_the_kv_heads_of_both_layers():
+    ex = AttentionExplorer(n_heads=4, d_model=32, task="induction", n_kv_heads=1, diagram=False)
+    for layer in (0, 1):
+        ex.layer.value = layer
+        assert_drawn(ex)
+        assert titles(ex) == [f"head {h} · kv 0 · d_head = 8" for h in range(4)]
+        assert frame_colours(ex) == [KV_COLORS[0]] * 4
+        # 2 layers x 2 (k and v) x 1 kv head x d_head 8 x 4 bytes, a quarter of MHA's
+        assert "KV cache 128 bytes per token (1 kv head, MQA): 1/4 of MHA's 512" in (
+            ex.status.value
+        )
+
+
+def test_a_kv_count_that_does_not_divide_n_heads_cannot_be_picked_and_is_explained():
+    with pytest.raises(ValueError, match=r"n_kv_heads=3 is not offered with n_heads=8"):
+        AttentionExplorer(n_heads=8, d_model=32, n_kv_heads=3)
+    with pytest.raises(traitlets.TraitError):  # from code: not one of the options
+        AttentionExplorer(n_heads=8, d_model=32).n_kv_heads.value = 3
+    ex = AttentionExplorer(n_heads=8, d_model=32, diagram=False)
+    ex.n_kv_heads.options = [("3", 3)]  # forced from code: the toggle never offers it
+    assert "n_heads=8 is not divisible by n_kv_heads=3" in html.unescape(ex.message.value)
+    assert "Traceback" not in ex.message.value and ex.image.layout.display == "none"
+
+
 def test_the_window_slider_only_works_with_the_sliding_mask():
     ex = AttentionExplorer(mask="causal")
     assert ex.window.disabled
@@ -543,6 +667,11 @@ def test_the_text_shown_in_a_notebook_is_short_and_stable(monkeypatch):
     bundle = shown_bundle(ex, monkeypatch)
     assert bundle["text/plain"] == (
         "AttentionExplorer(n_heads=4, d_model=32, trained=False, task='copy', mask='causal')"
+    )
+    ex.n_kv_heads.value = 2
+    assert shown_bundle(ex, monkeypatch)["text/plain"] == (
+        "AttentionExplorer(n_heads=4, n_kv_heads=2, d_model=32, trained=False, task='copy', "
+        "mask='causal')"
     )
     assert "application/vnd.jupyter.widget-view+json" in bundle
 

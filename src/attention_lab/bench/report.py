@@ -140,6 +140,15 @@ def explorer_times(log=print) -> None:
                 f"{result['panel_count_median_ms']:.1f} ms, first draw "
                 f"{result['first_draw_ms']:.0f} ms, retrain {result['retrain_s']:.1f} s"
             )
+            log(
+                f"explorer ({'fast path' if path == 'fast' else 'plain Agg'}), 2 kv heads for 8: "
+                f"redraw median {result['redraw_kv_median_ms']:.1f} ms (budget 150 ms; CPU "
+                f"{result['redraw_kv_cpu_median_ms']:.1f} ms, MHA "
+                f"{result['redraw_cpu_median_ms']:.1f} ms), kv heads change median "
+                f"{result['kv_change_median_ms']:.1f} ms, retrain "
+                f"{result['retrain_kv_s']:.1f} s ({result['retrain_kv_cpu_s']:.2f} CPU-s; MHA "
+                f"{result['retrain_cpu_s']:.2f})"
+            )
     finally:
         _mpl_fast.use_plain_agg(False)
     fast, plain = results["fast"], results["plain"]

@@ -14,11 +14,13 @@ from ...i18n import _, pgettext
 from .model import (
     ALL_HEADS,
     HEAD_CHOICES,
+    KV_TOOLTIPS,
     MASK_CHOICES,
     TASK_CHOICES,
     TASK_TOOLTIPS,
     d_model_choices,
     example_sequence,
+    kv_head_choices,
     placeholder,
     task_context_length,
     task_n_layers,
@@ -30,6 +32,7 @@ from .text import task_button_label
 CSS_NAMES = {
     "n_heads": "n-heads",
     "d_model": "d-model",
+    "n_kv_heads": "n-kv-heads",
     "sequence": "sequence",
     "trained": "trained",
     "task": "task",
@@ -49,6 +52,30 @@ CSS_NAMES = {
 def head_options(n_heads: int) -> list[tuple[str, int]]:
     """The ``head`` dropdown's choices: every head, or one of them."""
     return [(_("all heads"), ALL_HEADS)] + [(_("head {h}").format(h=h), h) for h in range(n_heads)]
+
+
+def kv_head_options(n_heads: int) -> list[tuple[str, int]]:
+    """The kv heads toggle's choices with ``n_heads`` heads: H, H/2, ..., 1 (``kv_head_choices``),
+    so a count that does not divide n_heads cannot be picked."""
+    return [(str(k), k) for k in kv_head_choices(n_heads)]
+
+
+def kv_head_tooltips(n_heads: int) -> list[str]:
+    """One tooltip per kv heads button: what that many key/value heads make of the layer."""
+    tips = []
+    for n_kv in kv_head_choices(n_heads):
+        kind = "mha" if n_kv == n_heads else "mqa" if n_kv == 1 else "gqa"
+        tips.append(_(KV_TOOLTIPS[kind]).format(n_kv=n_kv, n_heads=n_heads, group=n_heads // n_kv))
+    return tips
+
+
+def set_kv_heads(toggle: widgets.ToggleButtons, n_heads: int, n_kv_heads: int) -> None:
+    """Offer the kv heads of ``n_heads`` (options and tooltips) and pick ``n_kv_heads``."""
+    options = kv_head_options(n_heads)
+    if list(toggle.options) != options:
+        toggle.options = options
+        toggle.tooltips = kv_head_tooltips(n_heads)
+    toggle.value = n_kv_heads
 
 
 def layer_options(n_layers: int) -> list[tuple[str, int]]:
@@ -76,7 +103,7 @@ def mask_label(mask: str) -> str:
 
 def make_widgets(
     n_heads: int, d_model: int, sequence: str | None, trained: bool, task: str, mask: str,
-    window: int, head: int, layer: int = 0,
+    window: int, head: int, layer: int = 0, n_kv_heads: int | None = None,
 ) -> dict[str, widgets.Widget]:  # fmt: skip
     """The controls, set to these values, and the empty read-outs, by attribute name."""
     label = {"description_width": "64px"}
@@ -87,6 +114,12 @@ def make_widgets(
         ),
         "d_model": widgets.SelectionSlider(
             options=d_model_choices(n_heads), value=d_model, description="d_model", **slider
+        ),
+        # H, H/2, ..., 1: buttons, one per divisor of n_heads (never a count that fails)
+        "n_kv_heads": widgets.ToggleButtons(
+            options=kv_head_options(n_heads),
+            value=n_heads if n_kv_heads is None else n_kv_heads,
+            tooltips=kv_head_tooltips(n_heads),
         ),
         "sequence": widgets.Text(
             value=sequence if sequence is not None else example_sequence(task),
@@ -138,6 +171,7 @@ def make_widgets(
     }
     for name in ("trained", "task", "mask", "layer"):
         made[name].style.button_width = "80px"
+    made["n_kv_heads"].style.button_width = "40px"  # one digit each
     for name in ("trained", "task"):  # "untrained" and "induction" need more than 80 px
         made[name].style.button_width = "96px"
     for name, widget in made.items():
@@ -149,7 +183,7 @@ def arrange(ex) -> list[widgets.Widget]:
     """The rows of the page for the widgets of ``ex``: the controls (wrapping when narrow),
     status, message, progress bar, then the picture with the read-outs beside it. The layer
     toggle and its label become ``ex.layer_row``, hidden for one-layer tasks
-    (``show_layer_row``)."""
+    (``show_layer_row``); the kv heads toggle and its label sit after n_heads."""
 
     def wrap():
         return widgets.Layout(flex_flow="row wrap", align_items="center", margin="0 16px 0 0")
@@ -159,6 +193,9 @@ def arrange(ex) -> list[widgets.Widget]:
     controls = widgets.HBox(
         [
             widgets.HBox([ex.n_heads, ex.d_model, ex.head, ex.layer_row], layout=wrap()),
+            widgets.HBox(
+                [_labelled(pgettext("explorer", "kv heads"), ex.n_kv_heads)], layout=wrap()
+            ),
             widgets.HBox(
                 [
                     _labelled(pgettext("explorer", "model"), ex.trained),

@@ -10,7 +10,21 @@ The text the page shows about them is in ``text``.
 
 Every training setting comes from the one table, ``tasks.TASK_SETTINGS``: a task is offered
 when its row has an "explorer" entry, and ``explorer_settings(task)`` is that row with the
-entry's changes (sequence length, budget) applied. The sliders set d_model and n_heads.
+entry's changes (sequence length, budget) applied. The sliders set d_model and n_heads, the
+kv heads toggle n_kv_heads (grouped-query attention, notebook 12): H, H/2, ..., 1 key/value
+heads, only divisors of n_heads (``kv_head_choices``), each shared by a group of
+n_heads / n_kv_heads query heads (``kv_head_of``); ``kv_cache_per_token`` is what the status
+line says the cache costs when there are fewer kv heads than heads.
+
+The kv heads control fits the explorer's time budget (README, ``make bench``: a redraw within
+150 ms, a one-layer retrain within 1.5 s on 2 cores): fewer key/value heads only shrink the
+fused projection, and the picture keeps one panel per query head (a group's frame is one
+rectangle per panel, painted with it). Measured on this project's 2-core machine while other
+work held its load near 8, so in CPU time (wall times there were 2-6x longer): the window
+slider's redraw at H = 8, ``make bench``'s median, 61.5 ms with 2 kv heads and 64.2 ms with 8
+(fast path; plain Agg 96.3 and 108.7 ms); ``train_setting`` at d_model = 32 for 8, 4, 2 and 1
+kv heads: copy (H = 8) 0.45, 0.47, 0.42 and 0.47 s, lookup (H = 8) 0.83, 0.88, 0.78 and
+0.89 s; induction (H = 4, two layers) 4.36, 4.21 and 4.00 s for 4, 2 and 1.
 """
 
 from __future__ import annotations
@@ -18,9 +32,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..._checks import check_kv_heads
 from ...config import FIELDS, TinyLMConfig
 from ...device import cpu_threads
 from ...i18n import N_, error_text, gettext, part, two_lines
+from ...kv_cache import cache_bytes
 from ...tasks import (
     ALL_TASKS,
     LOOKUP_KEYS,
@@ -64,7 +80,16 @@ ALL_HEADS = -1  # value of the ``head`` control that shows every head
 # what a setting is made of: the explorer's controls, in the order they are read
 SETTING_NAMES = (
     "n_heads", "d_model", "sequence", "trained", "task", "mask", "window", "head", "layer",
+    "n_kv_heads",
 )  # fmt: skip
+# English, marked for translation: the kv heads toggle's tooltips (controls.kv_head_options)
+KV_TOOLTIPS = {
+    "mha": N_("{n_kv} key/value heads: plain multi-head attention, each query head its own"),
+    "gqa": N_(
+        "{n_kv} key/value heads: grouped-query attention, {group} query heads share each one"
+    ),
+    "mqa": N_("1 key/value head: multi-query attention, all {n_heads} query heads share it"),
+}
 SEED = 0
 # What each task's tokens look like, the end of parse_sequence's messages (English, marked
 # for translation; formatted with TOKEN_HELP_FIELDS)
@@ -125,6 +150,33 @@ def d_model_choices(n_heads: int) -> tuple[int, ...]:
     return tuple(d for d in D_MODEL_CHOICES if d % n_heads == 0)
 
 
+def kv_head_choices(n_heads: int) -> tuple[int, ...]:
+    """The key/value head counts offered with ``n_heads``: H, H/2, ..., 1, the divisors of H
+    (with H = 1, 2, 4 or 8 every halving divides it), so no choice can fail."""
+    return tuple(k for k in range(n_heads, 0, -1) if n_heads % k == 0)
+
+
+def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:
+    """The key/value head query head ``head`` reads: heads 0 .. g-1 share kv head 0, the next
+    g kv head 1, ... (g = n_heads // n_kv_heads; the library's ``repeat_kv``, as in Llama)."""
+    return head // (n_heads // check_kv_heads(n_heads, n_kv_heads))
+
+
+def kv_heads_after(n_heads: int, old_n_heads: int, old_n_kv_heads: int) -> int:
+    """The kv heads to show once n_heads moves from ``old_n_heads`` to ``n_heads``: the same
+    number of query heads per kv head where that still fits (so MHA stays MHA), else 1."""
+    group = old_n_heads // old_n_kv_heads
+    return max(1, n_heads // group)
+
+
+def kv_cache_per_token(config: TinyLMConfig) -> tuple[int, int]:
+    """(bytes, bytes with one kv head per head) the KV cache of ``config``'s model grows by per
+    token: layers x 2 (k and v) x n_kv_heads x d_head x 4 bytes (float32), by the library's
+    ``cache_bytes``; the second is the same model with plain multi-head attention."""
+    mha = config.replace(n_kv_heads=None)
+    return cache_bytes(config, 1), cache_bytes(mha, 1)
+
+
 def check_explorer_task(task: str) -> str:
     """``task`` if the explorer offers it, else a ValueError that says why and what to do."""
     if task in TASK_CHOICES:
@@ -150,8 +202,9 @@ def check_explorer_task(task: str) -> str:
     )
 
 
-def check_sizes(n_heads: int, d_model: int) -> None:
-    """A ValueError unless the controls offer this pair (``HEAD_CHOICES``, ``d_model_choices``)."""
+def check_sizes(n_heads: int, d_model: int, n_kv_heads: int | None = None) -> None:
+    """A ValueError unless the controls offer these sizes (``HEAD_CHOICES``,
+    ``d_model_choices``, ``kv_head_choices``; ``n_kv_heads`` None means n_heads)."""
     if n_heads not in HEAD_CHOICES:
         raise ValueError(
             error_text("n_heads={n_heads} is not offered; pick one of {choices}").format(
@@ -163,6 +216,13 @@ def check_sizes(n_heads: int, d_model: int) -> None:
             error_text(
                 "d_model={d_model} is not offered with n_heads={n_heads}; pick one of {choices}"
             ).format(d_model=d_model, n_heads=n_heads, choices=d_model_choices(n_heads))
+        )
+    if n_kv_heads is not None and n_kv_heads not in kv_head_choices(n_heads):
+        raise ValueError(
+            error_text(
+                "n_kv_heads={n_kv_heads} is not offered with n_heads={n_heads}; pick one of "
+                "{choices}: each key/value head serves n_heads / n_kv_heads query heads"
+            ).format(n_kv_heads=repr(n_kv_heads), n_heads=n_heads, choices=kv_head_choices(n_heads))
         )
 
 
@@ -267,10 +327,17 @@ def parse_sequence(
 
 
 def model_config(
-    d_model: int, n_heads: int, mask_kind: str, window: int | None, task: str = "copy"
+    d_model: int,
+    n_heads: int,
+    mask_kind: str,
+    window: int | None,
+    task: str = "copy",
+    n_kv_heads: int | None = None,
 ) -> TinyLMConfig:
     """The ``TinyLMConfig`` of one explorer setting: the task's model fields from the table
-    (vocabulary, context, layers; ``explorer_settings``), the sliders' sizes and the mask."""
+    (vocabulary, context, layers; ``explorer_settings``), the sliders' sizes, the mask and
+    the kv heads (n_kv_heads = n_heads is stored as None: the same config, and model, as
+    before the kv heads control)."""
     fields = {k: v for k, v in explorer_settings(task).items() if k in FIELDS}
     return TinyLMConfig(
         **{
@@ -279,8 +346,16 @@ def model_config(
             "n_heads": n_heads,
             "mask_kind": mask_kind,
             "window": window,
+            "n_kv_heads": kv_field(n_heads, n_kv_heads),
         }
     )
+
+
+def kv_field(n_heads: int, n_kv_heads: int | None) -> int | None:
+    """``n_kv_heads`` as the config stores it: None for plain multi-head attention."""
+    if n_kv_heads is None or n_kv_heads == n_heads:
+        return None
+    return n_kv_heads
 
 
 def train_setting(
@@ -290,14 +365,17 @@ def train_setting(
     mask_kind: str,
     window: int | None,
     progress: bool = False,
+    *,
+    n_kv_heads: int | None = None,
 ) -> tuple[TinyLM, TrainHistory]:
     """Train a fresh ``TinyLM`` for one explorer setting (no cache; the explorer caches).
 
     The global random state is left as it was, so a notebook's own seeded cells give the
     same numbers whether or not the explorer trained in between. ``progress`` shows
-    training's progress bar (tqdm).
+    training's progress bar (tqdm). ``n_kv_heads``: None (or n_heads) for plain multi-head
+    attention.
     """
-    config = model_config(d_model, n_heads, mask_kind, window, task)
+    config = model_config(d_model, n_heads, mask_kind, window, task, n_kv_heads)
     with torch.random.fork_rng(devices=[]), cpu_threads(1):
         return train_tiny_lm(task, config, seed=SEED, progress=progress, **train_settings(task))
 
@@ -317,29 +395,38 @@ def train_steps(task: str) -> int:
 
 
 def untrained_model(
-    d_model: int, n_heads: int, mask_kind: str, window: int | None, task: str = "copy"
+    d_model: int,
+    n_heads: int,
+    mask_kind: str,
+    window: int | None,
+    task: str = "copy",
+    n_kv_heads: int | None = None,
 ) -> TinyLM:
     """A freshly initialised ``TinyLM`` (seeded, so the same setting gives the same model),
     of the task's shape: one layer, or two for induction."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
-        model = TinyLM(model_config(d_model, n_heads, mask_kind, window, task))
+        model = TinyLM(model_config(d_model, n_heads, mask_kind, window, task, n_kv_heads))
     return model.eval()
 
 
 class ModelCache(dict):
     """The model of each setting, ``key -> (model, history)``: trained (``train``, by default
     ``train_setting``) or built on first use, then kept. Untrained models are shared by the
-    tasks whose models have the same shape (copy, previous, repeat and lookup)."""
+    tasks whose models have the same shape (copy, previous, repeat and lookup). ``train`` is
+    called as ``train(task, d_model, n_heads, mask, window, n_kv_heads=...)``."""
 
-    def model_for(self, trained, task, d_model, n_heads, mask, window, train=train_setting):
+    def model_for(
+        self, trained, task, d_model, n_heads, mask, window, train=train_setting, n_kv_heads=None
+    ):
         shape = task if trained else _model_shape(task)
-        key = (trained, shape, d_model, n_heads, mask, window)
+        kv = kv_field(n_heads, n_kv_heads)
+        key = (trained, shape, d_model, n_heads, mask, window, kv)
         if key not in self:
             if trained:
-                self[key] = train(task, d_model, n_heads, mask, window)
+                self[key] = train(task, d_model, n_heads, mask, window, n_kv_heads=kv)
             else:
-                self[key] = (untrained_model(d_model, n_heads, mask, window, task), None)
+                self[key] = (untrained_model(d_model, n_heads, mask, window, task, kv), None)
         return self[key]
 
 

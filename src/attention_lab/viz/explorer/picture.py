@@ -10,6 +10,9 @@ No ipywidgets here (matplotlib only), so the drawing is tested and timed on its 
 * Rendered at ``PIXEL_RATIO`` times the pixels it is shown at (sharp on a projector and at
   150 % zoom), and shown at ``CSS_DPI`` CSS pixels per inch of the figure at most
   (``css_width``).
+* With fewer key/value heads than heads (grouped-query attention), the panels of the query
+  heads that share one kv head get a thick frame of that kv head's colour (``KV_COLORS``),
+  drawn inside the panel, so a redraw repaints it with the heatmap (``ExplorerGrid``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+from matplotlib.patches import Rectangle
 
 from ...cache import LRUDict
 from ..canvas import LabFigure, png_bytes
@@ -36,6 +40,13 @@ DIAGRAM_CSS_DPI = 80  # the head-split diagram is shown a little smaller than th
 # only every other one); the 4-panel figure is 14.3 in, 1433 CSS px, inside a 1920 px screen.
 PANEL_SIZE = 2.5
 SINGLE_PANEL_SIZE = 4.0
+# The frame of the panels that read kv head g: KV_COLORS[g] (H = 8 has at most 4 kv heads
+# when it groups). Paul Tol's "vibrant" black-free subset plus black, chosen to be none of the
+# chapter's other codes on this page: no head colour (the head-split diagram beside the
+# heatmaps colours the query heads), no weight's blue, not the mask's grey, not the magenta
+# of a highlight. FRAME_WIDTH points of it show inside the panel.
+KV_COLORS = ("#000000", "#CC3311", "#009988", "#EE7733")
+FRAME_WIDTH = 2.5
 
 
 def css_width(png: bytes, css_dpi: float, pixel_dpi: float = RENDER_DPI) -> str:
@@ -53,20 +64,31 @@ class Picture:
     def __init__(self) -> None:
         self.grids: LRUDict = LRUDict(32)
 
-    def grid(self, n_panels: int, tokens: list[str]) -> HeadGrid:
+    def grid(self, n_panels: int, tokens: list[str]) -> ExplorerGrid:
         """The grid for ``n_panels`` panels labelled ``tokens``, built on first use."""
         panel_size = SINGLE_PANEL_SIZE if n_panels == 1 else PANEL_SIZE
         return self.grids.remember(
             (n_panels, tuple(tokens)),
-            lambda: HeadGrid(n_panels, len(tokens), tokens, panel_size=panel_size, dpi=RENDER_DPI),
+            lambda: ExplorerGrid(
+                n_panels, len(tokens), tokens, panel_size=panel_size, dpi=RENDER_DPI
+            ),
         )
 
     def heatmaps(
-        self, weights: np.ndarray, tokens: list[str], titles: list[str], suptitle: str, mask
-    ) -> tuple[HeadGrid, bytes]:
-        """Paint ``weights`` (panels, T, T) into their grid; return it and the PNG."""
+        self,
+        weights: np.ndarray,
+        tokens: list[str],
+        titles: list[str],
+        suptitle: str,
+        mask,
+        groups: list[int] | None = None,
+    ) -> tuple[ExplorerGrid, bytes]:
+        """Paint ``weights`` (panels, T, T) into their grid; return it and the PNG.
+        ``groups``: the kv head each panel's query head reads (framed in its colour), or
+        None for plain multi-head attention (no frames)."""
         grid = self.grid(len(weights), tokens)
         grid.update(weights, titles, suptitle=suptitle, mask=mask)
+        grid.set_groups(groups)
         return grid, png_bytes(grid.render())
 
     def has_diagram(self, key: tuple) -> bool:
@@ -90,10 +112,83 @@ class Picture:
                 grid.render()
 
 
-def snapshot(weights: np.ndarray, labels: tuple, mask: np.ndarray) -> LabFigure:
+class ExplorerGrid(HeadGrid):
+    """A ``HeadGrid`` whose panels can be framed by key/value group (``set_groups``): one
+    ``Rectangle`` per panel, drawn inside it over the heatmap and repainted with it on every
+    redraw (a frame outside the panel would leave pixels the blitting never restores). Its
+    figure title never runs past the figure's edges: one that does (a single panel with a
+    long setting: two layers, a sliding window, n_kv_heads) is broken after the model, into
+    two lines (``fit_suptitle``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.frames = [_frame(ax) for ax in self.axes]
+        self.groups: list[int] | None = None
+
+    def update(self, weights, titles=None, suptitle: str = "", mask=None):
+        figure = super().update(weights, titles, suptitle=suptitle, mask=mask)
+        fit_suptitle(self.suptitle)
+        return figure
+
+    def set_groups(self, groups: list[int] | None) -> None:
+        """Frame panel i in ``KV_COLORS[groups[i]]``; None: no frames (plain multi-head)."""
+        self.groups = None if groups is None else list(groups)
+        paint_frames(self.frames, self.groups)
+
+    def _panel_artists(self, ax) -> list:
+        """Heatmap, stripes, the group's frame, then the panel's own outline."""
+        i = self.axes.index(ax)
+        return [self.images[i], self.stripes[i], self.frames[i], *ax.spines.values()]
+
+
+def fit_suptitle(text) -> None:
+    """Break the figure title ``text`` (a matplotlib Text) after its first colon, ": " or
+    the Chinese "：" (``TinyLM, trained on copy: n_heads = ...``), when one line would run
+    past the figure's edges; the grid's top margin has room for two lines."""
+    title = text.get_text()
+    if "\n" in title:
+        return
+    figure = text.get_figure()
+    margin = 4 * figure.dpi / 72  # 4 points on each side
+    renderer = figure.canvas.get_renderer()
+    if text.get_window_extent(renderer).width <= figure.bbox.width - 2 * margin:
+        return
+    cut = min((title.find(sep) + len(sep) for sep in (": ", "：") if sep in title), default=0)
+    if cut:
+        text.set_text(title[:cut].rstrip() + "\n" + title[cut:].lstrip())
+
+
+def _frame(ax) -> Rectangle:
+    """A rectangle on the panel's edge, clipped to it: only its inner half shows."""
+    frame = Rectangle(
+        (0, 0), 1, 1, transform=ax.transAxes, fill=False, linewidth=2 * FRAME_WIDTH, zorder=2
+    )
+    ax.add_patch(frame)  # clipped to the panel, like its heatmap
+    frame.set_visible(False)
+    return frame
+
+
+def paint_frames(frames: list[Rectangle], groups: list[int] | None) -> None:
+    """Show ``frames[i]`` in kv head ``groups[i]``'s colour, or hide them all (None)."""
+    for i, frame in enumerate(frames):
+        if groups is None:
+            frame.set_visible(False)
+        else:
+            frame.set_edgecolor(KV_COLORS[groups[i] % len(KV_COLORS)])
+            frame.set_visible(True)
+
+
+def snapshot(
+    weights: np.ndarray, labels: tuple, mask: np.ndarray, groups: list[int] | None = None
+) -> LabFigure:
     """A static ``plot_heads`` figure of the picture on show: ``labels`` is (tokens, titles,
-    suptitle, panel size) as the grid drew them."""
+    suptitle, panel size) as the grid drew them, ``groups`` the kv head of each panel (framed
+    as in the explorer) or None."""
     tokens, titles, suptitle, panel_size = labels
-    return plot_heads(
+    figure = plot_heads(
         weights, tokens=tokens, titles=titles, suptitle=suptitle, panel_size=panel_size, mask=mask
     )
+    if groups is not None:
+        panels = [ax for ax in figure.axes if ax.images][: len(weights)]
+        paint_frames([_frame(ax) for ax in panels], groups)
+    return figure

@@ -14,7 +14,7 @@ from ...i18n import _, get_language, pgettext
 from ...tasks import token_labels
 from ...tiny_lm import TinyLM
 from ...training import TrainHistory, evaluate
-from .model import task_n_layers, train_steps
+from .model import kv_head_of, task_n_layers, train_steps
 
 
 def short_task_name(task: str) -> str:
@@ -47,15 +47,16 @@ def task_button_label(task: str) -> str:
 def training_html(s: dict) -> str:
     """The message on show while the setting ``s`` trains (a two-layer task says how many
     steps: it takes a few seconds, where the others take a fraction of one)."""
-    fields = {"task": short_task_name(s["task"]), "n_heads": s["n_heads"], "d_model": s["d_model"]}
+    sizes = f"n_heads={s['n_heads']}, d_model={s['d_model']}"
+    if s["n_kv_heads"] != s["n_heads"]:
+        sizes = f"n_heads={s['n_heads']}, n_kv_heads={s['n_kv_heads']}, d_model={s['d_model']}"
+    fields = {"task": short_task_name(s["task"]), "sizes": sizes}
     if task_n_layers(s["task"]) > 1:
         return _(
-            "<i>training TinyLM on the {task} task (n_heads={n_heads}, d_model={d_model}, "
-            "{n_layers} layers, {steps} steps: a few seconds, once per setting) ...</i>"
+            "<i>training TinyLM on the {task} task ({sizes}, {n_layers} layers, {steps} steps: "
+            "a few seconds, once per setting) ...</i>"
         ).format(n_layers=task_n_layers(s["task"]), steps=train_steps(s["task"]), **fields)
-    return _(
-        "<i>training TinyLM on the {task} task (n_heads={n_heads}, d_model={d_model}) ...</i>"
-    ).format(**fields)
+    return _("<i>training TinyLM on the {task} task ({sizes}) ...</i>").format(**fields)
 
 
 def error_html(error: Exception) -> str:
@@ -101,14 +102,57 @@ def suptitle(s: dict) -> str:
         model = _("{model}, layer {layer} of {n_layers}").format(
             model=model, layer=s["layer"], n_layers=task_n_layers(s["task"])
         )
+    if s["n_kv_heads"] != s["n_heads"]:  # grouped-query or multi-query attention
+        return _(
+            "TinyLM, {model}: n_heads = {n_heads}, n_kv_heads = {n_kv_heads}, "
+            "d_model = {d_model}, {mask}"
+        ).format(
+            model=model,
+            n_heads=s["n_heads"],
+            n_kv_heads=s["n_kv_heads"],
+            d_model=s["d_model"],
+            mask=mask,
+        )
     return _("TinyLM, {model}: n_heads = {n_heads}, d_model = {d_model}, {mask}").format(
         model=model, n_heads=s["n_heads"], d_model=s["d_model"], mask=mask
     )
 
 
-def status_html(s: dict, d_head: int, n_panels: int, ids: list[int]) -> str:
-    """``4 heads · d_head = 8 · 4 panels``, and the sequence in the task's tokens when it was
-    typed otherwise (e.g. as ids)."""
+def panel_titles(s: dict, heads: list[int], d_head: int) -> list[str]:
+    """One title per panel: ``head 5 · d_head = 4``, and with fewer key/value heads than
+    heads the kv head each one reads, ``head 5 · kv 1 · d_head = 4``."""
+    if s["n_kv_heads"] == s["n_heads"]:
+        return [_("head {h} · d_head = {d_head}").format(h=h, d_head=d_head) for h in heads]
+    return [
+        _("head {h} · kv {kv} · d_head = {d_head}").format(
+            h=h, kv=kv_head_of(h, s["n_heads"], s["n_kv_heads"]), d_head=d_head
+        )
+        for h in heads
+    ]
+
+
+def cache_html(s: dict, per_token: int, mha_per_token: int) -> str:
+    """What the KV cache costs per token (``model.kv_cache_per_token``), against plain
+    multi-head attention's: ``KV cache 64 bytes per token (2 kv heads): 1/4 of MHA's 256``.
+    Empty for plain multi-head attention itself: its status line stays as it was before the
+    kv heads control (notebook 06 prints it)."""
+    n_kv, n_heads = s["n_kv_heads"], s["n_heads"]
+    if n_kv == n_heads:
+        return ""
+    ratio = f"1/{mha_per_token // per_token}"  # n_kv_heads divides n_heads
+    if n_kv == 1:
+        text = _("KV cache {bytes} bytes per token (1 kv head, MQA): {ratio} of MHA's {mha}")
+    else:
+        text = _("KV cache {bytes} bytes per token ({n_kv} kv heads): {ratio} of MHA's {mha}")
+    return text.format(bytes=per_token, n_kv=n_kv, ratio=ratio, mha=mha_per_token)
+
+
+def status_html(
+    s: dict, d_head: int, n_panels: int, ids: list[int], cache: str | None = None
+) -> str:
+    """``4 heads · d_head = 8 · 4 panels``, the KV cache per token (``cache``, from
+    ``cache_html``; empty for plain multi-head attention) and the sequence in the task's
+    tokens when it was typed otherwise (e.g. as ids)."""
     readable = " ".join(token_labels(s["task"], ids))
     typed = " ".join(s["sequence"].replace(",", " ").split())
     reads_as = (
@@ -123,7 +167,8 @@ def status_html(s: dict, d_head: int, n_panels: int, ids: list[int]) -> str:
         layer = " · " + _("layer {layer} of {n_layers}").format(
             layer=s["layer"], n_layers=task_n_layers(s["task"])
         )
-    return f"<b>{heads} · d_head = {d_head}</b>{layer} · {panels}{reads_as}"
+    cache = f" · {cache}" if cache else ""
+    return f"<b>{heads} · d_head = {d_head}</b>{layer} · {panels}{cache}{reads_as}"
 
 
 def metrics_html(model: TinyLM, history: TrainHistory | None, task: str) -> str:

@@ -1,14 +1,16 @@
 """``AttentionExplorer``: move a slider, see every head's attention (notebooks 06, 08, explorer).
 
-The explorer wraps ``TinyLM`` in a few controls -- number of heads, model width, input
-sequence, untrained or trained, mask, which head to look at, and for the two-layer induction
-task which layer -- and shows the attention weights of every head as heatmaps, one panel per
-head, with d_head = d_model / n_heads in each title, the mask that was applied drawn as
-blocked, and beside them the head-split diagram of notebook 06 for the current n_heads and
-d_model. In trained mode it trains ``TinyLM`` on the chosen toy task for the chosen setting
-(a fraction of a second on a laptop CPU; induction, 250 steps of a two-layer model, a few
-seconds; with a progress bar), keeps the result, and shows the loss and accuracy beside the
-heatmaps.
+The explorer wraps ``TinyLM`` in a few controls -- number of heads, number of key/value
+heads, model width, input sequence, untrained or trained, mask, which head to look at, and
+for the two-layer induction task which layer -- and shows the attention weights of every head
+as heatmaps, one panel per head, with d_head = d_model / n_heads in each title (and, with
+fewer kv heads than heads, the kv head each one reads, its panel framed in that kv head's
+colour), the mask that was applied drawn as blocked, and beside them the head-split diagram
+of notebook 06 for the current n_heads and d_model. With fewer kv heads than heads, the
+status line says what the KV cache costs per token against plain multi-head attention. In
+trained mode it trains ``TinyLM`` on the chosen toy task for the chosen setting (a fraction
+of a second on a laptop CPU; induction, 250 steps of a two-layer model, a few seconds; with a
+progress bar), keeps the result, and shows the loss and accuracy beside the heatmaps.
 
 This module is the page (ipywidgets): it wires the controls to the work, which lives in
 rooms of its own, all but the controls testable without ipywidgets:
@@ -32,7 +34,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..._checks import check_heads
-from ...i18n import _, error_text
+from ...i18n import error_text
 from ...tiny_lm import TinyLM
 from ...training import TrainHistory
 from ..canvas import LabFigure
@@ -48,6 +50,9 @@ from .model import (
     d_model_choices,
     example_sequence,
     head_weights,
+    kv_cache_per_token,
+    kv_head_of,
+    kv_heads_after,
     parse_sequence,
     placeholder,
     position_labels,
@@ -56,7 +61,15 @@ from .model import (
     train_setting,
 )
 from .picture import CSS_DPI, DIAGRAM_CSS_DPI, Picture, snapshot
-from .text import error_html, metrics_html, status_html, suptitle, training_html
+from .text import (
+    cache_html,
+    error_html,
+    metrics_html,
+    panel_titles,
+    status_html,
+    suptitle,
+    training_html,
+)
 
 
 class AttentionExplorer(widgets.VBox):
@@ -64,6 +77,10 @@ class AttentionExplorer(widgets.VBox):
 
     Controls (each an ipywidget; set ``.value`` to drive it from code):
         n_heads: 1, 2, 4 or 8 heads.
+        n_kv_heads: key/value heads, H, H/2, ..., 1 (only divisors of n_heads are offered):
+            each group of n_heads / n_kv_heads query heads shares one (grouped-query
+            attention; 1 is multi-query attention, n_heads plain multi-head). Moving n_heads
+            keeps the query heads per kv head where it can (so MHA stays MHA).
         d_model: the model width; only values divisible by n_heads are offered.
         sequence: the input, up to 16 tokens separated by spaces: ids 0..63 or the task's
             own tokens ("c=4", "c?", "SEP"; see ``parse_sequence``); for induction up to
@@ -81,8 +98,9 @@ class AttentionExplorer(widgets.VBox):
         layer: which attention layer is shown, 0 or 1 for induction (its toggle is shown
             only there); the one-layer tasks have layer 0 only.
 
-    Read-outs: ``status`` ("4 heads · d_head = 8 · 4 panels", and the sequence in the task's
-    tokens when it was typed otherwise, e.g. as ids), ``message`` (a friendly
+    Read-outs: ``status`` ("4 heads · d_head = 8 · 4 panels", with fewer kv heads than heads
+    the KV cache per token against plain multi-head attention's, and the sequence in the
+    task's tokens when it was typed otherwise, e.g. as ids), ``message`` (a friendly
     error, empty when all is well), ``metrics`` (loss and accuracy), ``image`` (the PNG),
     ``diagram`` (the head-split diagram as a PNG), ``progress`` (training's progress bar),
     ``figure`` (the last matplotlib figure drawn), ``weights`` ((panels, T, T) numpy array),
@@ -108,13 +126,14 @@ class AttentionExplorer(widgets.VBox):
         prebuild: bool | None = None,
         diagram: bool = True,
         layer: int = 0,
+        n_kv_heads: int | None = None,
     ):
         check_explorer_task(task)
-        check_sizes(n_heads, d_model)
+        check_sizes(n_heads, d_model, n_kv_heads)
         check_layer(layer, task_n_layers(task))
         # the controls and read-outs (controls.py): self.n_heads, ..., self.diagram
         made = controls.make_widgets(
-            n_heads, d_model, sequence, trained, task, mask, window, head, layer
+            n_heads, d_model, sequence, trained, task, mask, window, head, layer, n_kv_heads
         )
         for name, widget in made.items():
             setattr(self, name, widget)
@@ -123,7 +142,7 @@ class AttentionExplorer(widgets.VBox):
         self.mask_shown: np.ndarray | None = None  # (T, T) bool, True = blocked
         self.history: TrainHistory | None = None  # trained mode: how training went
         self._picture = Picture()  # the heatmap grids and diagrams drawn so far
-        self._models = ModelCache()  # (trained, task, sizes, mask) -> (model, history)
+        self._models = ModelCache()  # (trained, task, sizes, mask, kv) -> (model, history)
         self._metrics_cache: dict[tuple, str] = {}
         self._diagram_key: tuple | None = None  # the size the diagram should show
         self._metrics_key: tuple | None = None  # (model, history, task) on show
@@ -131,6 +150,7 @@ class AttentionExplorer(widgets.VBox):
         if not diagram:
             self.diagram.layout.display = "none"
         self._labels: tuple = ()  # tokens, titles, suptitle, panel size of the picture on show
+        self._groups: list[int] | None = None  # the kv head of each panel on show (GQA only)
         self._holding = False
 
         super().__init__(
@@ -140,7 +160,8 @@ class AttentionExplorer(widgets.VBox):
         self.add_class("attention-lab-explorer")
         self.n_heads.observe(self._on_n_heads, names="value")
         self.task.observe(self._on_task, names="value")
-        for control in (self.d_model, self.sequence, self.trained, self.mask, self.window):
+        controls_ = (self.d_model, self.n_kv_heads, self.sequence, self.trained, self.mask)
+        for control in (*controls_, self.window):
             control.observe(self._on_change, names="value")
         self.head.observe(self._on_change, names="value")
         self.layer.observe(self._on_change, names="value")
@@ -153,8 +174,11 @@ class AttentionExplorer(widgets.VBox):
     # -- what the page shows -------------------------------------------------------------
 
     def __repr__(self) -> str:
+        kv = self.n_kv_heads.value
         return (
-            f"AttentionExplorer(n_heads={self.n_heads.value}, d_model={self.d_model.value}, "
+            f"AttentionExplorer(n_heads={self.n_heads.value}, "
+            + (f"n_kv_heads={kv}, " if kv != self.n_heads.value else "")
+            + f"d_model={self.d_model.value}, "
             f"trained={self.trained.value}, task={self.task.value!r}, mask={self.mask.value!r}"
             + (f", layer={self.layer.value})" if task_n_layers(self.task.value) > 1 else ")")
         )
@@ -186,6 +210,8 @@ class AttentionExplorer(widgets.VBox):
     def _on_n_heads(self, change) -> None:
         n_heads = change["new"]
         with self.hold():
+            kv = kv_heads_after(n_heads, change["old"], self.n_kv_heads.value)
+            controls.set_kv_heads(self.n_kv_heads, n_heads, kv)
             choices = d_model_choices(n_heads)
             keep = self.d_model.value
             if keep not in choices:  # the nearest width that works with this many heads
@@ -222,21 +248,31 @@ class AttentionExplorer(widgets.VBox):
         return {name: getattr(self, name).value for name in SETTING_NAMES}
 
     def model_for(
-        self, trained: bool, task: str, d_model: int, n_heads: int, mask: str, window: int | None
+        self,
+        trained: bool,
+        task: str,
+        d_model: int,
+        n_heads: int,
+        mask: str,
+        window: int | None,
+        n_kv_heads: int | None = None,
     ) -> tuple[TinyLM, TrainHistory | None]:
         """The model for one setting, trained or built on first use, then cached."""
         return self._models.model_for(
-            trained, task, d_model, n_heads, mask, window, train=self._train
+            trained, task, d_model, n_heads, mask, window, train=self._train, n_kv_heads=n_kv_heads
         )
 
-    def _train(self, task, d_model, n_heads, mask, window) -> tuple[TinyLM, TrainHistory]:
+    def _train(
+        self, task, d_model, n_heads, mask, window, n_kv_heads=None
+    ) -> tuple[TinyLM, TrainHistory]:
         """Train one setting; asked from the page, its progress bar shows in ``progress``."""
+        kv = {"n_kv_heads": n_kv_heads}
         if not kernel.from_the_page():
-            return train_setting(task, d_model, n_heads, mask, window)
+            return train_setting(task, d_model, n_heads, mask, window, **kv)
         self.progress.layout.display = None
         try:
             with self.progress:
-                return train_setting(task, d_model, n_heads, mask, window, progress=True)
+                return train_setting(task, d_model, n_heads, mask, window, progress=True, **kv)
         finally:
             self.progress.clear_output()
             self.progress.layout.display = "none"
@@ -260,17 +296,22 @@ class AttentionExplorer(widgets.VBox):
         if s["trained"]:
             self.message.value = training_html(s)
         model, history = self.model_for(
-            s["trained"], s["task"], s["d_model"], s["n_heads"], s["mask"], window
+            s["trained"], s["task"], s["d_model"], s["n_heads"], s["mask"], window, s["n_kv_heads"]
         )
         # (panels, T, T), (T, T): the heads of the layer on show
         heads, w, blocked = head_weights(model, ids, s["head"], s["layer"])
         tokens = position_labels(s["task"], ids)  # "3:c=4": position and token
-        titles = [_("head {h} · d_head = {d_head}").format(h=h, d_head=d_head) for h in heads]
-        grid, png = self._picture.heatmaps(w, tokens, titles, suptitle(s), blocked)
+        titles = panel_titles(s, heads, d_head)
+        groups = None  # plain multi-head: no kv groups to frame
+        if s["n_kv_heads"] != s["n_heads"]:
+            groups = [kv_head_of(h, s["n_heads"], s["n_kv_heads"]) for h in heads]
+        grid, png = self._picture.heatmaps(w, tokens, titles, suptitle(s), blocked, groups)
         controls.show_png(self.image, png, CSS_DPI)
         self.figure, self.weights, self.mask_shown, self.history = grid.figure, w, blocked, history
         self._labels = (tokens, titles, grid.suptitle.get_text(), grid.panel_size)
-        self.status.value = status_html(s, d_head, len(heads), ids)
+        self._groups = groups
+        cache = cache_html(s, *kv_cache_per_token(model.config))
+        self.status.value = status_html(s, d_head, len(heads), ids, cache)
         self.message.value = ""
         # the read-outs beside the picture: at once when known, else once the picture is out
         self._metrics_key = (model, history, s["task"])
@@ -319,4 +360,4 @@ class AttentionExplorer(widgets.VBox):
             raise ValueError(
                 error_text("the explorer has not drawn anything yet; fix the message first")
             )
-        return snapshot(self.weights, self._labels, self.mask_shown)
+        return snapshot(self.weights, self._labels, self.mask_shown, self._groups)
