@@ -167,6 +167,22 @@ def answer_tensor(value: Any, what: str, shape: tuple[int, ...] | None = None) -
     return value
 
 
+def answer_number(value: Any, where: str, hint: str) -> float:
+    """``value`` as a float (a one-number tensor counts); anything else is ``Wrong``: "{where},
+    your function returned a {type}, not a number", with ``hint`` (for ``None``, the hint
+    about a forgotten ``return``)."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Wrong(
+            _("{where}, your function returned a {type}, not a number").format(
+                where=where, type=type(value).__name__
+            ),
+            _("did you forget the `return` line?") if value is None else hint,
+        )
+    return float(value)
+
+
 def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> bool:
     if a.shape != b.shape:
         return False

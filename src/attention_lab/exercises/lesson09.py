@@ -13,7 +13,16 @@ import torch
 from ..i18n import N_, _
 from ..interventions import source_shares
 from ..masks import causal_mask
-from .core import Wrong, answer_tensor, call, checker, close, example_scores, masked_softmax
+from .core import (
+    Wrong,
+    answer_number,
+    answer_tensor,
+    call,
+    checker,
+    close,
+    example_scores,
+    masked_softmax,
+)
 
 # --- exercise 9.1: the weight on key i - k, per head -----------------------------------------
 
@@ -323,18 +332,7 @@ def check_frozen_ceiling(fn) -> str:
         want = _views_ceiling(n, heads)
         where = _("with n_letters={n} and heads={heads}").format(n=n, heads=heads)
         answer = call(fn, n, [tuple(h) for h in heads])
-        if isinstance(answer, torch.Tensor) and answer.numel() == 1:
-            answer = answer.item()
-        if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-            raise Wrong(
-                _("{where}, your function returned a {type}, not a number").format(
-                    where=where, type=type(answer).__name__
-                ),
-                _("did you forget the `return` line?")
-                if answer is None
-                else _("return one float between 0 and 1"),
-            )
-        got = float(answer)
+        got = answer_number(answer, where, _("return one float between 0 and 1"))
         if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
             continue
         if math.isclose(got, 100 * want, rel_tol=1e-9):
