@@ -1,5 +1,5 @@
 """A bank of the wrong answers learners write for the skeletons of lessons 02, 05 and 06, and
-for the exercises that compare whole outputs (of lessons 02, 06, 09, 10 and 11): each gets "not
+for the exercises that compare whole outputs (of lessons 02, 06, 09, 10, 11 and 12): each gets "not
 yet", with the mistake named in the first line of the verdict; the right answers, written as a
 learner would, still pass.
 
@@ -21,10 +21,14 @@ from attention_lab.exercises import (
     check_cross_attention,
     check_einsum_attention,
     check_frozen_ceiling,
+    check_grouped_kv,
+    check_k_composition,
+    check_kv_cache_size,
     check_mean_ablated_loss,
     check_offset_share,
     check_offset_weights,
     check_prefix_match_score,
+    check_rotary_qkv,
     modules,
 )
 from attention_lab.exercises._summary import FAILED, PASSED
@@ -429,7 +433,7 @@ def loss_with_zero_ablation(model, ids, reference, heads):
         return evaluate_loss(model, ids)
 
 
-# lessons 09 and 11, the exercises on the idea: written as a learner would, not as the checker's
+# lessons 09 to 12, the exercises on the idea: written as a learner would, not as the checker's
 # own variants are
 
 
@@ -458,6 +462,17 @@ def ceiling_without_the_missing_letter(n_letters, heads):
     return len(views) / len(words)
 
 
+def k_score_as_in_the_paper(W_Q, W_K, W_V, W_O):
+    """Elhage's ‖W_QK W_OV‖ typed in with the chapter's row-vector W_OV."""
+    qk = W_Q.t() @ W_K
+    ov = W_V.t() @ W_O.t()
+    return float(torch.linalg.norm(qk @ ov) / (torch.linalg.norm(qk) * torch.linalg.norm(ov)))
+
+
+def k_score_without_the_norms(W_Q, W_K, W_V, W_O):
+    return float(torch.linalg.norm((W_Q.t() @ W_K) @ (W_V.t() @ W_O.t()).t()))
+
+
 def copy_gap_in_a_loop_without_the_shift(model, strings, between):
     """Each position's loss against its own id, string by string."""
     N, m = strings.shape
@@ -479,6 +494,56 @@ def copy_gap_reported_with_its_std(model, strings, between):
     loss = -logp.gather(-1, rows[:, 1:, None])[..., 0]  # (N, T - 1)
     gaps = loss[:, m + f :].mean(dim=1) - loss[:, : m - 1].mean(dim=1)
     return gaps.mean().item(), gaps.std().item()
+
+
+def kv_heads_stacked_in_a_list(kv, n_rep):
+    return torch.cat([kv] * n_rep, dim=1)  # kv 0, 1, 0, 1, ...
+
+
+def kv_heads_expanded_but_not_merged(kv, n_rep):
+    return kv.unsqueeze(2).expand(-1, -1, n_rep, -1, -1)
+
+
+def rope_with_complex_numbers(q, k, v, start):
+    """RoFormer's form: neighbouring features as one complex number."""
+    T, d = q.shape[-2:]
+    theta = 10_000.0 ** (-torch.arange(0, d, 2).float() / d)  # (d/2,)
+    turn = torch.polar(torch.ones(T, d // 2), torch.arange(start, start + T)[:, None] * theta)
+
+    def rotate(x):
+        pairs = torch.view_as_complex(x.float().reshape(*x.shape[:-1], d // 2, 2))
+        return torch.view_as_real(pairs * turn).flatten(-2)
+
+    return rotate(q), rotate(k), v
+
+
+def rope_on_all_three(q, k, v, start):
+    from attention_lab import apply_rope, rope_cos_sin
+
+    cos, sin = rope_cos_sin(torch.arange(start, start + q.shape[-2]), q.shape[-1])
+    return tuple(apply_rope(x, cos, sin) for x in (q, k, v))
+
+
+def rope_forgetting_the_cache(q, k, v, start):
+    from attention_lab import apply_rope, rope_cos_sin
+
+    cos, sin = rope_cos_sin(torch.arange(q.shape[-2]), q.shape[-1])
+    return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+
+
+def cache_bytes_from_d_model(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    d_model = n_heads * d_head
+    tokens = T if window is None else min(T, window)
+    return 2 * n_layers * d_model * tokens * torch.empty(0, dtype=dtype).element_size()
+
+
+def cache_bytes_from_the_bit_width(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    tokens = T if window is None else min(T, window)
+    return 2 * n_layers * n_kv_heads * d_head * tokens * torch.finfo(dtype).bits
+
+
+def cache_bytes_ignoring_the_window(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    return 2 * n_layers * n_kv_heads * d_head * T * torch.empty(0, dtype=dtype).element_size()
 
 
 single, causal, multi = (
@@ -529,8 +594,18 @@ BANK = [
     (check_mean_ablated_loss, loss_with_zero_ablation, "set to zero, not to their mean"),
     (check_frozen_ceiling, ceiling_from_a_counter_of_bags, "as if every bag were equally likely"),
     (check_frozen_ceiling, ceiling_without_the_missing_letter, "no head takes"),
+    (check_k_composition, k_score_as_in_the_paper, "the paper's product"),
+    (check_k_composition, k_score_without_the_norms, "without dividing"),
     (check_copy_gap, copy_gap_in_a_loop_without_the_shift, "against its own id"),
     (check_copy_gap, copy_gap_reported_with_its_std, "not its standard error"),
+    (check_grouped_kv, kv_heads_stacked_in_a_list, "you tiled the heads"),
+    (check_grouped_kv, kv_heads_expanded_but_not_merged, "still a dimension of their own"),
+    (check_rotary_qkv, rope_with_complex_numbers, "interleaved layout"),
+    (check_rotary_qkv, rope_on_all_three, "you turned v too"),
+    (check_rotary_qkv, rope_forgetting_the_cache, "as if no token came before"),
+    (check_kv_cache_size, cache_bytes_from_d_model, "query heads"),
+    (check_kv_cache_size, cache_bytes_from_the_bit_width, "that is bits"),
+    (check_kv_cache_size, cache_bytes_ignoring_the_window, "keeps only the last 64"),
 ]
 
 

@@ -679,6 +679,66 @@ def frozen_chance(n_letters, heads):
     return 1 / n_letters**3
 
 
+# lesson 10, exercise 10.2: the K-composition score
+
+
+def _circuits(W_Q, W_K, W_V, W_O):
+    return W_Q.T @ W_K, W_V.T @ W_O.T  # W_QK, W_OV: (D, D) each
+
+
+def k_composition(W_Q, W_K, W_V, W_O):
+    W_QK, W_OV = _circuits(W_Q, W_K, W_V, W_O)
+    return ((W_QK @ W_OV.T).norm() / (W_QK.norm() * W_OV.norm())).item()
+
+
+def k_composition_columns(W_Q, W_K, W_V, W_O):
+    """Right as well: Elhage's column-vector W_OV = W_O W_V with their product W_QK W_OV."""
+    W_QK, W_OV = W_Q.T @ W_K, W_O @ W_V
+    return torch.linalg.matrix_norm(W_QK @ W_OV) / (W_QK.norm() * W_OV.norm())
+
+
+def k_composition_paper_product(W_Q, W_K, W_V, W_O):
+    W_QK, W_OV = _circuits(W_Q, W_K, W_V, W_O)
+    return ((W_QK @ W_OV).norm() / (W_QK.norm() * W_OV.norm())).item()
+
+
+def k_composition_query_side(W_Q, W_K, W_V, W_O):
+    W_QK, W_OV = _circuits(W_Q, W_K, W_V, W_O)
+    return ((W_OV @ W_QK).norm() / (W_QK.norm() * W_OV.norm())).item()
+
+
+def k_composition_qk_swapped(W_Q, W_K, W_V, W_O):
+    """W_QK built as W_Kᵀ W_Q (key and query swapped): gives the Q-composition score."""
+    W_QK, W_OV = W_K.T @ W_Q, W_V.T @ W_O.T
+    return ((W_QK @ W_OV.T).norm() / (W_QK.norm() * W_OV.norm())).item()
+
+
+def k_composition_transpose_first(W_Q, W_K, W_V, W_O):
+    W_QK, W_OV = _circuits(W_Q, W_K, W_V, W_O)
+    return ((W_OV.T @ W_QK).norm() / (W_QK.norm() * W_OV.norm())).item()
+
+
+def k_composition_unnormalised(W_Q, W_K, W_V, W_O):
+    W_QK, W_OV = _circuits(W_Q, W_K, W_V, W_O)
+    return (W_QK @ W_OV.T).norm().item()
+
+
+def k_composition_four_norms(W_Q, W_K, W_V, W_O):
+    W_QK, W_OV = _circuits(W_Q, W_K, W_V, W_O)
+    slices = W_Q.norm() * W_K.norm() * W_V.norm() * W_O.norm()
+    return ((W_QK @ W_OV.T).norm() / slices).item()
+
+
+def k_composition_spectral(W_Q, W_K, W_V, W_O):
+    W_QK, W_OV = _circuits(W_Q, W_K, W_V, W_O)
+    return (torch.linalg.matrix_norm(W_QK @ W_OV.T, ord=2) / (W_QK.norm() * W_OV.norm())).item()
+
+
+def k_composition_matrix(W_Q, W_K, W_V, W_O):
+    W_QK, W_OV = _circuits(W_Q, W_K, W_V, W_O)
+    return W_QK @ W_OV.T
+
+
 # lesson 11
 
 
@@ -886,6 +946,153 @@ def copy_gap_two_losses(model, strings, between):
     return first.mean().item(), second.mean().item()
 
 
+# lesson 12
+
+
+def grouped_kv(kv, n_rep):
+    return kv.repeat_interleave(n_rep, dim=1)
+
+
+def grouped_kv_expanded(kv, n_rep):
+    B, n_kv, T, d = kv.shape
+    return kv[:, :, None].expand(B, n_kv, n_rep, T, d).reshape(B, n_kv * n_rep, T, d)
+
+
+def grouped_kv_tiled(kv, n_rep):
+    return kv.repeat(1, n_rep, 1, 1)
+
+
+def grouped_kv_expanded_first(kv, n_rep):
+    B, n_kv, T, d = kv.shape
+    return kv[:, None].expand(B, n_rep, n_kv, T, d).reshape(B, n_kv * n_rep, T, d)
+
+
+def grouped_kv_not_merged(kv, n_rep):
+    B, n_kv, T, d = kv.shape
+    return kv[:, :, None].expand(B, n_kv, n_rep, T, d)
+
+
+def grouped_kv_along_time(kv, n_rep):
+    return kv.repeat_interleave(n_rep, dim=2)
+
+
+def grouped_kv_along_features(kv, n_rep):
+    return kv.repeat_interleave(n_rep, dim=-1)
+
+
+def _rope(x, positions, layout="half", sign=1.0, per_feature=False):
+    d = x.shape[-1]
+    steps = torch.arange(d // 2) if per_feature else torch.arange(0, d, 2)
+    angle = sign * positions[:, None].float() * 10_000.0 ** (-steps / d)  # (T, d/2)
+    cos, sin = angle.cos(), angle.sin()
+    if layout == "half":
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, b * cos + a * sin], dim=-1).flatten(-2)
+
+
+def rotary_qkv(q, k, v, start):
+    positions = torch.arange(start, start + q.shape[-2])
+    return _rope(q, positions), _rope(k, positions), v
+
+
+def rotary_qkv_with_the_library(q, k, v, start):
+    from attention_lab import apply_rope, rope_cos_sin
+
+    cos, sin = rope_cos_sin(torch.arange(start, start + q.shape[-2]), q.shape[-1])
+    return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+
+
+def rotary_qkv_v_too(q, k, v, start):
+    positions = torch.arange(start, start + q.shape[-2])
+    return _rope(q, positions), _rope(k, positions), _rope(v, positions)
+
+
+def rotary_qkv_v_dropped(q, k, v, start):
+    q, k, _ = rotary_qkv(q, k, v, start)
+    return q, k, torch.zeros_like(v)
+
+
+def rotary_qkv_q_only(q, k, v, start):
+    return _rope(q, torch.arange(start, start + q.shape[-2])), k, v
+
+
+def rotary_qkv_from_zero(q, k, v, start):
+    return rotary_qkv(q, k, v, 0)
+
+
+def rotary_qkv_one_late(q, k, v, start):
+    return rotary_qkv(q, k, v, start + 1)
+
+
+def rotary_qkv_interleaved(q, k, v, start):
+    positions = torch.arange(start, start + q.shape[-2])
+    return _rope(q, positions, "interleaved"), _rope(k, positions, "interleaved"), v
+
+
+def rotary_qkv_backwards(q, k, v, start):
+    positions = torch.arange(start, start + q.shape[-2])
+    return _rope(q, positions, sign=-1.0), _rope(k, positions, sign=-1.0), v
+
+
+def rotary_qkv_per_feature(q, k, v, start):
+    positions = torch.arange(start, start + q.shape[-2])
+    return _rope(q, positions, per_feature=True), _rope(k, positions, per_feature=True), v
+
+
+def rotary_qkv_pair(q, k, v, start):
+    return rotary_qkv(q, k, v, start)[:2]
+
+
+def _kept(T, window):
+    return T if window is None else min(T, window)
+
+
+def _bytes_per_number(dtype):
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def kv_cache_size(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    return n_layers * 2 * n_kv_heads * d_head * _kept(T, window) * _bytes_per_number(dtype)
+
+
+def kv_cache_size_as_tensor(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    """Right as well: the size of the two tensors a cache would hold, per layer."""
+    kept = _kept(T, window)
+    k = torch.empty(1, n_kv_heads, kept, d_head, dtype=dtype)
+    return torch.tensor(n_layers * 2 * k.nelement() * k.element_size())
+
+
+def kv_cache_size_keys_only(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    return n_layers * n_kv_heads * d_head * _kept(T, window) * _bytes_per_number(dtype)
+
+
+def kv_cache_size_query_heads(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    return n_layers * 2 * n_heads * d_head * _kept(T, window) * _bytes_per_number(dtype)
+
+
+def kv_cache_size_in_bits(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    return n_layers * 2 * n_kv_heads * d_head * _kept(T, window) * torch.finfo(dtype).bits
+
+
+def kv_cache_size_float32(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    return n_layers * 2 * n_kv_heads * d_head * _kept(T, window) * 4
+
+
+def kv_cache_size_one_layer(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    return 2 * n_kv_heads * d_head * _kept(T, window) * _bytes_per_number(dtype)
+
+
+def kv_cache_size_window_ignored(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    return kv_cache_size(n_layers, n_heads, n_kv_heads, d_head, T, dtype)
+
+
+def kv_cache_size_window_always(n_layers, n_heads, n_kv_heads, d_head, T, dtype, window=None):
+    kept = T if window is None else window
+    return n_layers * 2 * n_kv_heads * d_head * kept * _bytes_per_number(dtype)
+
+
 CASES = [
     # checker, reference solution, [(typical mistake, words the verdict must contain)]
     (
@@ -1085,6 +1292,20 @@ CASES = [
         ],
     ),
     (
+        ex.check_k_composition,
+        k_composition,
+        [
+            (k_composition_paper_product, "W_QK W_OV scores 0.000, W_QK W_OVᵀ 0.707"),
+            (k_composition_query_side, "Q-composition"),
+            (k_composition_qk_swapped, "Q-composition"),
+            (k_composition_transpose_first, "W_OV on the query's side"),
+            (k_composition_unnormalised, "without dividing by ‖W_QK‖ ‖W_OV‖"),
+            (k_composition_four_norms, "norms of the four slices"),
+            (k_composition_spectral, "largest singular value"),
+            (k_composition_matrix, "a (8, 8) matrix, not its score"),
+        ],
+    ),
+    (
         ex.check_mean_ablated_loss,
         mean_ablated_loss,
         [
@@ -1115,6 +1336,45 @@ CASES = [
             (copy_gap_std_not_error, "not its standard error"),
             (copy_gap_error_over_characters, "counts every character as a sample"),
             (copy_gap_two_losses, "the mean loss on each copy"),
+        ],
+    ),
+    (
+        ex.check_grouped_kv,
+        grouped_kv,
+        [
+            (grouped_kv_tiled, "you tiled the heads"),
+            (grouped_kv_expanded_first, "you tiled the heads"),
+            (grouped_kv_not_merged, "still a dimension of their own"),
+            (grouped_kv_along_time, "along the time axis"),
+            (grouped_kv_along_features, "along the features"),
+        ],
+    ),
+    (
+        ex.check_rotary_qkv,
+        rotary_qkv,
+        [
+            (rotary_qkv_v_too, "you turned v too"),
+            (rotary_qkv_v_dropped, "v changed"),
+            (rotary_qkv_q_only, "k is not turned at all"),
+            (rotary_qkv_from_zero, "as if no token came before"),
+            (rotary_qkv_one_late, "your positions are one too far: 1 to 5"),
+            (rotary_qkv_interleaved, "RoFormer's interleaved layout"),
+            (rotary_qkv_backwards, "the other way"),
+            (rotary_qkv_per_feature, "base ** (-i / d_head)"),
+            (rotary_qkv_pair, "not (q, k, v)"),
+        ],
+    ),
+    (
+        ex.check_kv_cache_size,
+        kv_cache_size,
+        [
+            (kv_cache_size_keys_only, "only the keys"),
+            (kv_cache_size_query_heads, "you counted the 32 query heads"),
+            (kv_cache_size_in_bits, "that is bits"),
+            (kv_cache_size_float32, "but bfloat16 takes 2 bytes"),
+            (kv_cache_size_one_layer, "one layer's cache"),
+            (kv_cache_size_window_ignored, "keeps only the last 64"),
+            (kv_cache_size_window_always, "but only 40 came so far"),
         ],
     ),
 ]
@@ -1178,8 +1438,8 @@ def test_checkers_leave_the_global_random_state_alone(capsys):
     assert torch.equal(torch.get_rng_state(), before)
 
 
-def test_every_lesson_from_01_to_11_has_a_checked_exercise():
-    assert ex.LESSONS == ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11")
+def test_every_lesson_from_01_to_12_has_a_checked_exercise():
+    assert ex.LESSONS == ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12")
     for lesson in ex.LESSONS:
         assert ex.EXERCISES.get(lesson), f"lesson {lesson} has no checker"
     placed = {(c.lesson, c.exercise) for c, _, _ in CASES}
@@ -1596,14 +1856,18 @@ def test_learner_only_writes_the_exercises_notebook_and_leaves_the_lessons_alone
     assert make_exercises.main(["--root", str(tmp_path), "--learner-only", "--check"]) == 0
 
 
-# --- exercises 9.3 and 11.2: other right answers, and the references --------
+# --- exercises 9.3, 10.2, 11.2 and lesson 12: other right answers, and the references --------
 
 
 @pytest.mark.parametrize(
     "checker, answer",
     [
         (ex.check_frozen_ceiling, frozen_ceiling_by_counting),
+        (ex.check_k_composition, k_composition_columns),
         (ex.check_copy_gap, copy_gap_in_a_loop),
+        (ex.check_grouped_kv, grouped_kv_expanded),
+        (ex.check_rotary_qkv, rotary_qkv_with_the_library),
+        (ex.check_kv_cache_size, kv_cache_size_as_tensor),
     ],
     ids=lambda x: getattr(x, "__name__", ""),
 )
@@ -1640,6 +1904,39 @@ def test_each_frozen_ceiling_mistake_is_told_apart_where_the_checker_meets_it():
         want = lesson09._views_ceiling(n, heads)
         values = [v for v, _m, _h in lesson09._heads_mistakes(n, heads) if v != want]
         assert len({round(v, 12) for v in values}) == len(values), (n, heads, values)
+
+
+def test_the_k_composition_reference_is_the_circuits_module_on_a_model():
+    """On a two-layer TinyLM the checker's score of each (layer-1 head, layer-0 head) pair is
+    interventions.circuits.composition_scores; its built heads score 1/√d_head, the paper's
+    product 0 there."""
+    from attention_lab import TinyLM, TinyLMConfig
+    from attention_lab.exercises import lesson10
+    from attention_lab.interventions.circuits import composition_scores, head_weights
+
+    torch.manual_seed(0)
+    model = TinyLM(TinyLMConfig(vocab_size=12, d_model=16, n_heads=4, n_layers=2))
+    want = composition_scores(model, "k")  # (H, H)
+    for r in range(4):
+        for w in range(4):
+            R, W = head_weights(model, 1, r), head_weights(model, 0, w)
+            got = lesson10._k_variants(R.W_Q, R.W_K, W.W_V, W.W_O)["right"]
+            assert math.isclose(got, want[r, w].item(), rel_tol=1e-6)  # float32 products there
+    built = lesson10._k_variants(*lesson10._reads_the_writer(8, 2))
+    assert math.isclose(built["right"], 2**-0.5, rel_tol=1e-12)
+    assert built["no transpose"] == 0.0
+
+
+def test_the_k_composition_mistakes_differ_on_random_weights():
+    from attention_lab.exercises import lesson10
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1234)
+        weights = (torch.randn(2, 8), torch.randn(2, 8), torch.randn(2, 8), torch.randn(8, 2))
+    values = list(lesson10._k_variants(*weights).values())
+    for i, a in enumerate(values):
+        for b in values[i + 1 :]:
+            assert not math.isclose(a, b, rel_tol=1e-3), values
 
 
 def test_the_copy_checkers_models_copy_or_cannot_and_its_mistakes_differ():
@@ -1680,6 +1977,40 @@ def test_the_copy_checkers_models_copy_or_cannot_and_its_mistakes_differ():
     ):
         other = lesson11._copy_variant(copier, strings, between, **options)
         assert max(abs(a - b) for a, b in zip(other, right)) > 1e-3, options
+
+
+def test_the_lesson_12_references_are_the_librarys():
+    """_grouped is repeat_kv (and the tiled variant is not); _rotated is apply_rope with
+    rope_cos_sin, and its interleaved layout equals it under the RoFormer permutation of the
+    features; the cache bytes are KVCache's measured nbytes for a TinyLM with a window."""
+    from attention_lab import (
+        TinyLM,
+        TinyLMConfig,
+        apply_rope,
+        cache_bytes,
+        repeat_kv,
+        rope_cos_sin,
+    )
+    from attention_lab.exercises import lesson12
+
+    kv = torch.randn(2, 3, 5, 4)
+    assert torch.equal(lesson12._grouped(kv, 2), repeat_kv(kv, 2))
+    assert not torch.equal(lesson12._grouped(kv, 2, tiled=True), repeat_kv(kv, 2))
+    x = torch.randn(2, 3, 6, 8, dtype=torch.float64)
+    positions = torch.arange(4, 10)
+    cos, sin = rope_cos_sin(positions, 8, dtype=torch.float64)
+    torch.testing.assert_close(lesson12._rotated(x, positions), apply_rope(x, cos, sin))
+    # interleaved pair i = features (2i, 2i + 1): the same rotation of the permuted features
+    order = torch.cat([torch.arange(0, 8, 2), torch.arange(1, 8, 2)])  # halves <- even, odd
+    interleaved = lesson12._rotated(x, positions, layout="interleaved")
+    torch.testing.assert_close(interleaved[..., order], lesson12._rotated(x[..., order], positions))
+    model = TinyLM(TinyLMConfig(vocab_size=10, context_length=40, n_layers=2, n_kv_heads=2,
+                                mask_kind="sliding", window=8))  # fmt: skip
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(torch.randint(10, (1, 20)), cache=cache)
+    assert cache.nbytes() == cache_bytes(model.config, 20)
+    assert cache.nbytes() == kv_cache_size(2, 4, 2, model.config.d_head, 20, torch.float32, 8)
 
 
 def _copy_of_the_notebooks(tmp_path):

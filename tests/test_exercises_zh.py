@@ -102,8 +102,8 @@ def test_summary_is_chinese(zh, capsys):
             "  ⏳ looks_ahead   尚未尝试",
             "  ⏳ sliding_mask  尚未尝试",
         ]
-        assert str(ex.summary("12", show=False)) == (
-            "没有 '12' 这一课：请从 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11 中选一个"
+        assert str(ex.summary("13", show=False)) == (
+            "没有 '13' 这一课：请从 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11, 12 中选一个"
         )
         for line in str(ex.summary(show=False)).splitlines():
             assert not english_words(line), line
@@ -179,8 +179,8 @@ def test_in_english_the_same_calls_print_what_they_always_printed(capsys):
             "  ❌ looks_ahead   not yet\n"
             "  ✅ sliding_mask  passed\n"
         )
-        assert str(ex.summary("12", show=False)) == (
-            "no lesson '12': use one of 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11"
+        assert str(ex.summary("13", show=False)) == (
+            "no lesson '13': use one of 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11, 12"
         )
     finally:
         ex.reset()

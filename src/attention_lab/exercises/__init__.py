@@ -1,5 +1,5 @@
-"""Checkers for the exercises of lessons 01-11 (notebooks/exercises.ipynb; solutions in
-exercises_solutions.ipynb), one module per lesson: ``lesson01`` ... ``lesson11``.
+"""Checkers for the exercises of lessons 01-12 (notebooks/exercises.ipynb; solutions in
+exercises_solutions.ipynb), one module per lesson: ``lesson01`` ... ``lesson12``.
 
 Each exercise asks for a function; its check cell hands that function to a checker::
 
@@ -32,8 +32,9 @@ The exercises, by lesson (exercise N.k is the k-th checker of lesson N):
 * 07: ``check_head_rows_from_fused``, ``check_weights_outnumber_params``
 * 08: ``check_lookback_distance``, ``check_repeat_batch``
 * 09: ``check_offset_share``, ``check_offset_weights``, ``check_frozen_ceiling``
-* 10: ``check_prefix_match_score``
+* 10: ``check_prefix_match_score``, ``check_k_composition``
 * 11: ``check_mean_ablated_loss``, ``check_copy_gap``
+* 12: ``check_grouped_kv``, ``check_rotary_qkv``, ``check_kv_cache_size``
 """
 
 from ._summary import EXERCISES, LESSONS, RESULTS, Summary, Verdict, reset, summary
@@ -46,8 +47,9 @@ from .lesson06 import check_einsum_attention, check_head_as_causal, check_padded
 from .lesson07 import check_head_rows_from_fused, check_weights_outnumber_params
 from .lesson08 import check_lookback_distance, check_repeat_batch
 from .lesson09 import check_frozen_ceiling, check_offset_share, check_offset_weights
-from .lesson10 import check_prefix_match_score
+from .lesson10 import check_k_composition, check_prefix_match_score
 from .lesson11 import check_copy_gap, check_mean_ablated_loss
+from .lesson12 import check_grouped_kv, check_kv_cache_size, check_rotary_qkv
 
 __all__ = [
     "EXERCISES",
@@ -61,8 +63,11 @@ __all__ = [
     "check_dropout_rescale",
     "check_einsum_attention",
     "check_frozen_ceiling",
+    "check_grouped_kv",
     "check_head_as_causal",
     "check_head_rows_from_fused",
+    "check_k_composition",
+    "check_kv_cache_size",
     "check_looks_ahead",
     "check_lookback_distance",
     "check_mean_ablated_loss",
@@ -72,6 +77,7 @@ __all__ = [
     "check_prefix_match_score",
     "check_projected_score_variance",
     "check_repeat_batch",
+    "check_rotary_qkv",
     "check_score_variances",
     "check_sliding_mask",
     "check_stable_softmax",

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..i18n import _, pgettext
 
-LESSONS = ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11")
+LESSONS = ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12")
 
 # the statuses are keys (compared, recorded in RESULTS and Summary.rows): English always;
 # status_text gives the word the learner reads
