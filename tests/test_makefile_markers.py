@@ -1,4 +1,5 @@
-"""`make test` and `make unit` create no system user: the classroom hub's tests run only under `make test-hub`.
+"""`make test` and `make unit` create no system user: the classroom hub's tests run only
+under `make test-hub`.
 
 The Makefile's `test` target selects tests by marker expression; every test of the hub files
 carries the `hub` marker, so those expressions leave all of them out, and `test-hub`'s
