@@ -59,27 +59,19 @@ def _keys_rule(
     B, T = ids.shape
     j = torch.arange(T)  # (T,)
     source = j - shift  # (T,): the position key j is compared by
-    exists = (
-        torch.ones(T, dtype=torch.bool) if wrap else (source >= 0) & (source < T)
-    )  # (T,)
+    exists = torch.ones(T, dtype=torch.bool) if wrap else (source >= 0) & (source < T)  # (T,)
     compared = ids[:, source % T]  # (B, T): ids[j - shift] for every key j
     rule = (compared[:, None, :] == ids[:, :, None]) & exists  # (B, T, T)
     if causal:
-        below = (
-            j[None, :] < j[:, None] if strict else j[None, :] <= j[:, None]
-        )  # (T, T)
+        below = j[None, :] < j[:, None] if strict else j[None, :] <= j[:, None]  # (T, T)
         rule = rule & below
     if latest:
-        last = (
-            torch.where(rule, j, -1).max(dim=-1).values
-        )  # (B, T): the latest key, -1: none
+        last = torch.where(rule, j, -1).max(dim=-1).values  # (B, T): the latest key, -1: none
         rule = (j == last[..., None]) & (last[..., None] >= 0)  # (B, T, T)
     return rule
 
 
-def _score(
-    weights: torch.Tensor, rule: torch.Tensor, *, over: str = "pairs", keys="sum"
-):
+def _score(weights: torch.Tensor, rule: torch.Tensor, *, over: str = "pairs", keys="sum"):
     """(B, H, T, T) weights, (B, T, T) rule -> (H,) or (B, H): each query's total weight on its
     keys, averaged over the (row, query) pairs that have a key (``over="pairs"``), or the
     checker's mistakes: ``"all"`` every query, ``"rows"`` each row then the rows, ``"sum"``
@@ -127,9 +119,7 @@ def _mistakes(weights: torch.Tensor, ids: torch.Tensor, where: str):
         "{where}, you matched ids[j + 1] == ids[i]: the keys just before the earlier "
         "occurrences, not just after them"
     ).format(where=where)
-    before_hint = _(
-        "the token before key j is ids[j - 1], so key j = (earlier occurrence) + 1"
-    )
+    before_hint = _("the token before key j is ids[j - 1], so key j = (earlier occurrence) + 1")
     return [
         (_score(weights, _keys_rule(ids, 0)), itself, itself_hint),
         (_score(weights, _keys_rule(ids, 0, strict=True)), itself, itself_hint),
@@ -142,9 +132,7 @@ def _mistakes(weights: torch.Tensor, ids: torch.Tensor, where: str):
                 "one (ids[i - 1] == ids[i]), the token just after that earlier occurrence is "
                 "the query's own"
             ).format(where=where),
-            _(
-                "let j run up to i included: keys j <= i, as after_previous_occurrence does"
-            ),
+            _("let j run up to i included: keys j <= i, as after_previous_occurrence does"),
         ),
         (
             _score(weights, _keys_rule(ids, causal=False)),
@@ -175,9 +163,7 @@ def _mistakes(weights: torch.Tensor, ids: torch.Tensor, where: str):
                 "{where}, you divided by all {total} (row, query) pairs, but only {counted} "
                 "have an earlier occurrence of their token: the others' zeros pull the mean down"
             ).format(where=where, total=B * T, counted=counted),
-            _(
-                "average over the (row, query) pairs that have at least one matching key only"
-            ),
+            _("average over the (row, query) pairs that have at least one matching key only"),
         ),
         (
             _score(weights, rule, over="rows"),
@@ -192,9 +178,7 @@ def _mistakes(weights: torch.Tensor, ids: torch.Tensor, where: str):
         ),
         (
             _score(weights, rule, over="sum"),
-            _("{where}, your scores are sums over the queries, not means").format(
-                where=where
-            ),
+            _("{where}, your scores are sums over the queries, not means").format(where=where),
             _("divide by the number of (row, query) pairs that have a matching key"),
         ),
         (
@@ -203,9 +187,7 @@ def _mistakes(weights: torch.Tensor, ids: torch.Tensor, where: str):
                 "{where}, you averaged the weights of a query's matching keys, but the "
                 "score is their total: a token seen twice before has two keys to look at"
             ).format(where=where),
-            _(
-                "sum each query's weights over all its matching keys, then average the queries"
-            ),
+            _("sum each query's weights over all its matching keys, then average the queries"),
         ),
         (
             _score(weights, _keys_rule(ids, latest=True)),
@@ -232,16 +214,16 @@ def check_prefix_match_score(fn) -> str:
         )
         if isinstance(got, torch.Tensor) and got.dim() == 0 and H > 1:
             raise Wrong(
-                _(
-                    "{where}, you returned one number: the heads were averaged together"
-                ).format(where=where),
+                _("{where}, you returned one number: the heads were averaged together").format(
+                    where=where
+                ),
                 _("keep the head axis: average over the rows and the queries only"),
             )
         if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, H):
             raise Wrong(
-                _(
-                    "{where}, you returned one score per row and head, shape (B, H)"
-                ).format(where=where),
+                _("{where}, you returned one score per row and head, shape (B, H)").format(
+                    where=where
+                ),
                 _("average over the rows too: one score per head, shape (H,)"),
             )
         got = answer_tensor(got, _("the scores {where}").format(where=where), (H,))
@@ -300,9 +282,7 @@ def _reads_the_writer(D: int, d_head: int) -> tuple[torch.Tensor, ...]:
     what the writer writes, the best K-composition there is, 1 / sqrt(d_head)."""
     eye = torch.eye(D)
     W_V = eye[:d_head]  # (d_head, D): reads features 0 .. d_head - 1
-    W_O = eye[
-        :, d_head : 2 * d_head
-    ]  # (D, d_head): writes them to d_head .. 2 d_head - 1
+    W_O = eye[:, d_head : 2 * d_head]  # (D, d_head): writes them to d_head .. 2 d_head - 1
     W_K = eye[d_head : 2 * d_head]  # (d_head, D): the key reads what the writer wrote
     W_Q = eye[D - d_head :]  # (d_head, D)
     return W_Q, W_K, W_V, W_O
@@ -315,9 +295,7 @@ def check_k_composition(fn) -> str:
     W_V, (d_head, D), and W_O, columns of out_proj.weight, (D, d_head)):
     ‖W_QK W_OVᵀ‖_F / (‖W_QK‖_F ‖W_OV‖_F), W_QK = W_Qᵀ W_K, W_OV = W_Vᵀ W_Oᵀ."""
     cases = [("random", 8, 2), ("random", 16, 4), ("random", 12, 6), ("built", 8, 2)]
-    built = _k_variants(
-        *_reads_the_writer(8, 2)
-    )  # what each product gives on the built heads
+    built = _k_variants(*_reads_the_writer(8, 2))  # what each product gives on the built heads
     for kind, D, d_head in cases:
         if kind == "built":
             weights = _reads_the_writer(D, d_head)
@@ -337,11 +315,7 @@ def check_k_composition(fn) -> str:
         else:
             where = _("on random weights with D={D}, d_head={d}").format(D=D, d=d_head)
         answer = call(fn, *(w.clone() for w in weights))
-        if (
-            isinstance(answer, torch.Tensor)
-            and answer.dim() == 2
-            and answer.numel() > 1
-        ):
+        if isinstance(answer, torch.Tensor) and answer.dim() == 2 and answer.numel() > 1:
             raise Wrong(
                 _("{where}, you returned a {shape} matrix, not its score").format(
                     where=where, shape=tuple(answer.shape)
@@ -384,18 +358,14 @@ def check_k_composition(fn) -> str:
                     "{where}, your score is {got:.3f}, not {want:.3f}: ‖W_QK W_OVᵀ‖ without "
                     "dividing by ‖W_QK‖ ‖W_OV‖; it grows with the weights' size"
                 ),
-                _(
-                    "divide by the Frobenius norms of the two factors, W_QK.norm() * W_OV.norm()"
-                ),
+                _("divide by the Frobenius norms of the two factors, W_QK.norm() * W_OV.norm()"),
             ),
             "four norms": (
                 _(
                     "{where}, your score is {got:.3f}, not {want:.3f}: you divided by the norms "
                     "of the four slices, not of W_QK and W_OV"
                 ),
-                _(
-                    "divide by the norms of the two (D, D) factors: W_QK.norm() * W_OV.norm()"
-                ),
+                _("divide by the norms of the two (D, D) factors: W_QK.norm() * W_OV.norm()"),
             ),
             "spectral": (
                 _(
@@ -418,9 +388,9 @@ def check_k_composition(fn) -> str:
                     hint,
                 )
         raise Wrong(
-            _(
-                "{where}, your score is {got:.4f}; the K-composition score is {want:.4f}"
-            ).format(where=where, got=got, want=want),
+            _("{where}, your score is {got:.4f}; the K-composition score is {want:.4f}").format(
+                where=where, got=got, want=want
+            ),
             _(
                 "W_QK = W_Q.T @ W_K and W_OV = W_V.T @ W_O.T, both (D, D); the score is "
                 "(W_QK @ W_OV.T).norm() / (W_QK.norm() * W_OV.norm())"
