@@ -485,6 +485,7 @@ ENGLISH_WORD_BUDGET = {
     "09_lookup_and_heads.ipynb": 12,  # trigram letter triples (dab abc bcd), attn.out_proj names
     "11_attention_on_real_text.ipynb": 116,  # the plays' text and the model's samples of it
     "12_attention_in_todays_llms.ipynb": 93,  # MHA/GQA/MQA/MLA, RoPE, model names, config paths
+    "exercises_solutions.ipynb": 10,  # 12.x: model names (Llama), GiB, the layouts' labels
 }
 
 
