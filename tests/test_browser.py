@@ -371,6 +371,75 @@ def test_the_explorer_app_in_voila(chromium, voila_url):
     assert not blocked, f"the app asked for outside addresses: {blocked}"
 
 
+def _lab_state(page) -> str:
+    """What a reader of a stuck JupyterLab page would see: open dialogs, the kernel's status,
+    cells still waiting or running, and the notebook's error outputs (for a failure message)."""
+    dialogs = page.locator(".jp-Dialog").all_inner_texts()
+    status = page.locator(".jp-Notebook-ExecutionIndicator").first.get_attribute("data-status")
+    prompts = page.locator(".jp-Notebook .jp-InputPrompt").all_inner_texts()
+    waiting = sum("[*]" in p for p in prompts)
+    errors = page.locator(
+        ".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+    ).all_inner_texts()
+    return (
+        f"dialogs open: {[d[:200] for d in dialogs]}; kernel status: {status}; "
+        f"{waiting} of {len(prompts)} cells at [*]; "
+        f"error outputs ({len(errors)}): {[e[-1500:] for e in errors]}"
+    )
+
+
+def _accept_dialog_if_open(page) -> str | None:
+    """Accept the dialog on the page, if one is open; return its text."""
+    dialog = page.locator(".jp-Dialog")
+    if not dialog.count() or not dialog.first.is_visible():
+        return None
+    text = dialog.first.inner_text()
+    dialog.first.locator("button.jp-mod-accept").click()
+    page.wait_for_timeout(300)
+    return text
+
+
+def _restart_and_run_all(page, target: str) -> None:
+    """Restart the kernel and run every cell from the notebook's toolbar, as a reader does,
+    then wait until ``target`` is on the page.
+
+    A fresh JupyterLab may ask, at any moment while it starts, which kernel to use; a loaded
+    machine may show that question after the restart question. So every dialog is read:
+    the kernel's is accepted (the notebook's own python3) whenever it shows, and the restart
+    is confirmed in the dialog that asks for it, never in another. A run that stops early
+    (a cell's error) fails at once with the error, not after the whole timeout."""
+    deadline = time.monotonic() + PAGE_TIMEOUT_MS / 1000
+    idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+    # 1. the kernel is up and idle, with no question open
+    page.wait_for_timeout(2000)
+    while not (idle.count() and idle.first.is_visible() and not page.locator(".jp-Dialog").count()):
+        _accept_dialog_if_open(page)
+        if time.monotonic() > deadline:
+            pytest.fail(f"the kernel never became idle: {_lab_state(page)}")
+        page.wait_for_timeout(500)
+    # 2. the toolbar's "restart the kernel and run all cells" (fast-forward) button
+    page.locator("[data-command='notebook:restart-run-all']").first.click()
+    restart = page.locator(".jp-Dialog", has_text="Restart")
+    restart.first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    restart.first.locator("button.jp-mod-accept").click()
+    # 3. the run: accept a late kernel question; stop at an error
+    found = page.locator(target)
+    seen_busy = False
+    try:
+        while not (found.count() and found.first.is_visible()):
+            _accept_dialog_if_open(page)
+            busy = page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']").count()
+            seen_busy = seen_busy or bool(busy)
+            state = _lab_state(page)
+            if seen_busy and not busy and "Traceback" in state:
+                pytest.fail(f"the notebook stopped on an error: {state}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"{target} not on the page after {PAGE_TIMEOUT_MS} ms: {state}")
+            page.wait_for_timeout(1000)
+    finally:
+        page.screenshot(path=str(ARTIFACTS / "jupyterlab-after-run-all.png"))
+
+
 def test_the_explorer_in_jupyterlab_with_the_file_browser_open(chromium, lab_url):
     browser = chromium
     ARTIFACTS.mkdir(exist_ok=True)
@@ -384,21 +453,7 @@ def test_the_explorer_in_jupyterlab_with_the_file_browser_open(chromium, lab_url
         if not browser_panel.is_visible():  # the default layout shows it; make sure
             page.locator("[data-id='filebrowser']").click()
         assert browser_panel.is_visible()
-        # a fresh JupyterLab may ask which kernel to start: the notebook's own (python3)
-        page.wait_for_timeout(3000)
-        select = page.locator(".jp-Dialog button.jp-mod-accept")
-        if select.is_visible():
-            select.click()
-        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
-            timeout=PAGE_TIMEOUT_MS
-        )
-        # the notebook toolbar's "restart the kernel and run all cells" (fast-forward) button
-        page.locator("[data-command='notebook:restart-run-all']").first.click()
-        page.locator(".jp-Dialog button.jp-mod-accept").click()  # "Restart"
-        try:
-            page.locator(f"{root} img.attention-lab-heatmap").wait_for(timeout=PAGE_TIMEOUT_MS)
-        finally:
-            page.screenshot(path=str(ARTIFACTS / "jupyterlab-after-run-all.png"))
+        _restart_and_run_all(page, f"{root} img.attention-lab-heatmap")
         page.locator(root).scroll_into_view_if_needed()
         page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(
             timeout=PAGE_TIMEOUT_MS
