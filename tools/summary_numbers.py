@@ -6,7 +6,8 @@ The shape walk is recorded from a real forward pass of ``attention_lab.MultiHead
 block and counting, each mask convention is found by running that API with ``causal_mask(T)``
 and seeing whether True blocked or allowed, the cost table uses ``attention_lab.cost``, and the
 induction box finds its key with notebook 10's rule (``after_previous_occurrence``) and its
-baseline with ``in_context_guess``.
+baseline with ``in_context_guess``, and the KV cache box of lesson 12 hands published models'
+sizes (``attention_lab.published``) to the library's ``cache_bytes``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from attention_lab.published import PUBLISHED_MODELS
 
 # The chapter's sizes: TinyLM of notebook 08 (d_model=32, n_heads=4, context_length=12),
 # a batch of two sequences as in notebooks 05-07; and GPT-2 small for scale.
@@ -153,6 +156,41 @@ def cost_rows(
     return [(T, attention_flops(1, T, D), 4 * H * T * T) for T in Ts]
 
 
+LLM_CACHE_T = 131_072  # the KV cache box's long context: Llama 3.1's 128k tokens
+
+
+def llm_cache_rows(T: int = LLM_CACHE_T) -> list[dict]:
+    """Lesson 12's KV cache per token and at ``T`` tokens, in bfloat16 (2 bytes a number), for
+    Llama 3.1 8B as published (grouped-query), the same model with one key/value head per
+    query head (what grouped-query attention saves), Mistral 7B's sliding window and
+    DeepSeek-V3's latent (MLA) cache. Every size from ``cache_bytes``."""
+    from dataclasses import replace
+
+    from attention_lab.kv_cache import cache_bytes
+    from attention_lab.published import PUBLISHED_MODELS
+
+    models = {m.name: m for m in PUBLISHED_MODELS}
+    llama, mistral, deepseek = (
+        models[name] for name in ("Llama 3.1 8B", "Mistral 7B v0.1", "DeepSeek-V3")
+    )
+    rows = [
+        ("Llama 3.1 8B (GQA)", llama),
+        ("Llama 3.1 8B with MHA", replace(llama, n_kv_heads=llama.n_heads)),
+        (f"Mistral 7B, window {mistral.window:,}", mistral),
+        ("DeepSeek-V3 (MLA)", deepseek),
+    ]
+    return [
+        {
+            "name": name,
+            "H": m.n_heads,
+            "kv": m.n_kv_heads,
+            "kib": f"{cache_bytes(m, 1, 2) / 2**10:,.1f}".removesuffix(".0"),
+            "gib": f"{cache_bytes(m, T, 2) / 2**30:,.2f}".rstrip("0").rstrip("."),
+        }
+        for name, m in rows
+    ]
+
+
 def _fmt(n: int) -> str:
     return f"{n:,}"
 
@@ -182,6 +220,7 @@ def page_data() -> dict:
         ("GPT-2 small", GPT2["D"], GPT2["H"], n_params(GPT2["D"], GPT2["H"], GPT2["T"])),
     ]
     costs = cost_rows(GPT2["D"], GPT2["H"])
+    mla = next(m for m in PUBLISHED_MODELS if m.name == "DeepSeek-V3")
     return {
         "sizes": {**c, "d_head": c["D"] // c["H"]},
         "walk": [
@@ -219,4 +258,7 @@ def page_data() -> dict:
             **induction_example(),
             "guess": f"{induction_guess():.3f}",
         },
+        "llm_T": f"{LLM_CACHE_T:,}",
+        "llm": llm_cache_rows(),
+        "mla": {"L": mla.n_layers, "d_latent": mla.d_latent, "d_rope": mla.d_rope},
     }
