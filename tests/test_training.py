@@ -16,8 +16,10 @@ from attention_lab import (
     IGNORE_INDEX,
     TinyLM,
     TinyLMConfig,
+    TrainHistory,
     evaluate,
     make_batch,
+    parallel_map,
     tasks,
     train,
     train_tiny_lm,
@@ -292,3 +294,63 @@ def test_train_tiny_lm_splits_config_fields_from_training_options():
     )
     assert model.config == TinyLMConfig(d_model=16, n_heads=2)
     assert len(history.step_losses) == 2  # 64 rows / batch 32: the option reached train()
+
+
+# --- parallel_map: several small models trained side by side --------------------------------
+
+
+def _made(seed: int) -> TinyLM:
+    torch.manual_seed(seed)
+    return TinyLM(TinyLMConfig(vocab_size=16, context_length=8, d_model=16, n_heads=2))
+
+
+def _trained(model: TinyLM) -> tuple[TinyLM, TrainHistory]:
+    return model, train(model, "previous", epochs=1, n_rows=256, seed=7, progress=False)
+
+
+def test_parallel_map_trains_models_bitwise_as_a_loop_does():
+    seeds = (0, 1, 2, 3)
+    in_a_loop = [_trained(_made(s)) for s in seeds]
+    side_by_side = parallel_map(_trained, [_made(s) for s in seeds], workers=2)
+    for (a, ha), (b, hb) in zip(in_a_loop, side_by_side):
+        assert ha.step_losses == hb.step_losses and ha.final_loss == hb.final_loss
+        for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+            assert torch.equal(p, q), name
+    # the control: a different seed gives different weights, so the equality above means something
+    assert not torch.equal(
+        in_a_loop[0][0].state_dict()["tok_emb.weight"],
+        side_by_side[1][0].state_dict()["tok_emb.weight"],
+    )
+
+
+def test_parallel_map_keeps_the_order_of_its_items_and_puts_torchs_threads_back():
+    import time
+
+    threads = torch.get_num_threads()
+
+    def slow_first(i: int) -> tuple[int, int]:
+        time.sleep(0.05 * (3 - i))  # the first item finishes last
+        return i, torch.get_num_threads()
+
+    assert parallel_map(slow_first, range(4), workers=4) == [(i, 1) for i in range(4)]
+    assert torch.get_num_threads() == threads
+
+
+def test_parallel_map_refuses_a_function_that_draws_from_the_global_generator():
+    with pytest.raises(RuntimeError, match="global random generator"):
+        parallel_map(lambda _: torch.rand(1), range(2), workers=2)
+    assert parallel_map(
+        lambda i: torch.rand(1, generator=torch.Generator().manual_seed(i)), range(2)
+    )
+
+
+def test_parallel_map_passes_a_functions_error_on_and_names_a_bad_worker_count():
+    def fails(i: int) -> int:
+        if i == 1:
+            raise ValueError("item 1 is bad")
+        return i
+
+    with pytest.raises(ValueError, match="item 1 is bad"):
+        parallel_map(fails, range(3), workers=2)
+    with pytest.raises(ValueError, match="workers"):
+        parallel_map(fails, range(3), workers=0)

@@ -61,7 +61,7 @@ from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .rope import apply_rope, rope_cos_sin, rotate_half
 from .tasks import IGNORE_INDEX, SEP, TASKS, make_batch
 from .tiny_lm import TinyLM
-from .training import TrainHistory, evaluate, train, train_tiny_lm
+from .training import TrainHistory, evaluate, parallel_map, train, train_tiny_lm
 
 __version__ = "0.2.0"
 
@@ -137,6 +137,7 @@ __all__ = [
     "merge_heads",
     "no_mask",
     "outline_block",
+    "parallel_map",
     "pick_device",
     "plot_heads",
     "plot_lines",
