@@ -254,6 +254,31 @@ def test_the_static_deck_loads_nothing_from_the_network(tmp_path):
     assert (tmp_path / "mathjax" / "LICENSE").is_file()
 
 
+def test_a_figure_under_one_line_of_code_alone_on_its_slide_may_fill_the_slide(tmp_path):
+    # lesson 12's Llama diagram, drawn at 430 px under its line of code, had labels about 8 px
+    # high at 1280x800; tagged, and alone on its slide, it is drawn 614 px high
+    import slide_decks
+
+    path = ROOT / "notebooks" / "12_attention_in_todays_llms.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    tagged = slide_decks.tag_figure_cells(nb)
+    sources = [nb.cells[i].source.strip() for i in tagged]
+    assert sources == ["llama_block(llama)"]  # not the cells of several lines that draw a figure
+    figures = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and any("image/png" in o.get("data", {}) for o in c.outputs)
+    ]
+    assert len(figures) > len(tagged)
+    (deck,) = slides.build_html([path], tmp_path)
+    html = deck.read_text(encoding="utf-8")
+    assert html.split("<body", 1)[1].count("celltag_slide-figure") == 1  # the one cell
+    assert "section > .celltag_slide-figure:only-child .jp-OutputArea-output img" in html
+    assert (
+        nbformat.read(path, as_version=4).cells[tagged[0]].metadata.get("tags") is None
+    )  # in memory only
+
+
 def test_the_deck_build_refuses_a_notebook_without_metadata(tmp_path):
     nb = _toy_notebook()
     path = tmp_path / "toy.ipynb"

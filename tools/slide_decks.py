@@ -146,6 +146,27 @@ def _notes_font(notes_js: Path) -> None:
     notes_js.write_text(text, encoding="utf-8")
 
 
+FIGURE_TAG = "slide-figure"  # the deck template gives its picture most of the slide
+
+
+def tag_figure_cells(nb) -> list[int]:
+    """Tag (in memory) every code cell of one line whose output holds a picture, such as
+    ``llama_block(llama)``: when the cell is alone on its slide, with only that line above
+    it, the picture may fill most of the slide (the template's ``celltag_slide-figure`` rule)
+    instead of the 430 px that leave room for a cell of code. Returns the tagged cells'
+    indices."""
+    tagged = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or len(cell.source.strip().splitlines()) != 1:
+            continue
+        if any("image/png" in out.get("data", {}) for out in cell.get("outputs", [])):
+            tags = cell.metadata.setdefault("tags", [])
+            if FIGURE_TAG not in tags:
+                tags.append(FIGURE_TAG)
+            tagged.append(i)
+    return tagged
+
+
 def build_html(paths: list[Path], out: Path, lang: str | None = None) -> list[Path]:
     """One offline reveal.js deck per notebook in `out`, with reveal.js and MathJax beside them.
 
@@ -192,6 +213,7 @@ def build_html(paths: list[Path], out: Path, lang: str | None = None) -> list[Pa
                 f"{path.name}: cells {missing} have no slideshow metadata; "
                 f"run `python tools/slides.py assign {path}` first"
             )
+        tag_figure_cells(nb)
         title = notebook_title(nb, path)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
         if lang != "en":  # nbconvert writes "<name> slides"; the deck's own title instead
