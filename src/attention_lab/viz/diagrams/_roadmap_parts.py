@@ -7,8 +7,8 @@ from __future__ import annotations
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from ...i18n import N_
-from ..palette import TEXT_COLOR, TICK_SIZE
-from ._draw import EDGE, _label
+from ..palette import LABEL_SIZE, TEXT_COLOR, TICK_SIZE
+from ._draw import ARROW, EDGE, _label
 
 CHAPTER_FILL = "#CFE3F1"  # the chapter's layer: the attention sublayer
 HIGHLIGHT = "#EE3377"  # the notebook asked for (``highlight=``): no head, weight or mask
@@ -107,3 +107,39 @@ def _badge(ax, x, y, n, highlight):
         color="white" if on else TEXT_COLOR,
         zorder=7,
     )
+
+
+def _zoom_frame(ax, x: float, width: float, top: float, depth: float, title: str) -> Rectangle:
+    """The frame of a zoom into the attention layer (the roadmap's, the Llama block's): its
+    rows of steps go ``depth`` down from ``top``, its bold title sits above them. Returns the
+    frame, for ``_zoom_lines``."""
+    frame = Rectangle(
+        (x, top - depth - 0.12),
+        width,
+        depth + 0.62,
+        facecolor="none",
+        edgecolor=EDGE,
+        lw=1.0,
+        gid="zoom",
+        clip_on=False,
+        zorder=1,
+    )
+    ax.add_artist(frame)
+    _label(ax, x + width / 2, top + 0.3, title, size=LABEL_SIZE, weight="bold")
+    return frame
+
+
+def _zoom_lines(ax, x: float, tops: tuple[float, float], frame: Rectangle) -> None:
+    """The two dotted lines from the zoomed box's right edge (at ``x``, heights ``tops``: its
+    upper and lower corner) to the frame's upper and lower left corners."""
+    corners = (frame.get_y() + frame.get_height(), frame.get_y())
+    for y_from, y_to in zip(tops, corners):
+        ax.plot(
+            [x, frame.get_x()],
+            [y_from, y_to],
+            color=ARROW,
+            lw=0.8,
+            ls=":",
+            zorder=1,
+            gid="zoom line",
+        )

@@ -20,8 +20,8 @@ from ...i18n import N_, _, error_text
 from ...kv_cache import cache_bytes
 from ..canvas import LabFigure
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
-from ._draw import ARROW, EDGE, _arrow, _label, _suptitle, _text
-from ._roadmap_parts import CHAPTER_FILL, HIGHLIGHT, LEFT_OUT, _part
+from ._draw import EDGE, _arrow, _label, _suptitle, _text
+from ._roadmap_parts import CHAPTER_FILL, HIGHLIGHT, LEFT_OUT, _part, _zoom_frame, _zoom_lines
 
 __all__ = ["LESSON_PARTS", "llama_block"]
 
@@ -202,26 +202,8 @@ def llama_block(model) -> LabFigure:
         ("step o", _("o_proj: {H} heads × {d_head} → {D}").format(H=H, d_head=d_head, D=D)),
     )
     lesson = {gid: name for name, gids in LESSON_PARTS.items() for gid in gids}
-    frame = Rectangle(
-        (tag_x - 0.15, top - len(steps) * row - 0.12),
-        ix + iw - tag_x + 0.3,
-        len(steps) * row + 0.62,
-        facecolor="none",
-        edgecolor=EDGE,
-        lw=1.0,
-        gid="zoom",
-        clip_on=False,
-        zorder=1,
-    )
-    ax.add_artist(frame)
-    _label(
-        ax,
-        frame.get_x() + frame.get_width() / 2,
-        top + 0.3,
-        _("inside the attention layer, for one new token"),
-        size=LABEL_SIZE,
-        weight="bold",
-    )
+    title = _("inside the attention layer, for one new token")
+    frame = _zoom_frame(ax, tag_x - 0.15, ix + iw - tag_x + 0.3, top, len(steps) * row, title)
     for k, (gid, text) in enumerate(steps):
         y = top - (k + 1) * row + 0.08
         on = gid in lesson
@@ -230,16 +212,7 @@ def llama_block(model) -> LabFigure:
             tag(lesson[gid], tag_x, y + (row - 0.16) / 2)
         if k:
             _arrow(ax, (ix + iw / 2, y + row - 0.08), (ix + iw / 2, y + row - 0.16), lw=1.0)
-    for y_from, y_to in ((4.98, frame.get_y() + frame.get_height()), (4.3, frame.get_y())):
-        ax.plot(
-            [sx + sw + 0.1, frame.get_x()],
-            [y_from, y_to],
-            color=ARROW,
-            lw=0.8,
-            ls=":",
-            zorder=1,
-            gid="zoom line",
-        )
+    _zoom_lines(ax, sx + sw + 0.1, (4.98, 4.3), frame)
 
     # -- what the cache holds, and the key -----------------------------------------------
     _text(

@@ -17,7 +17,7 @@ from matplotlib.patches import Circle, Rectangle
 from ...i18n import _, error_text
 from ..canvas import LabFigure
 from ..palette import DPI, LABEL_SIZE, TEXT_COLOR, TICK_SIZE, TITLE_SIZE
-from ._draw import ARROW, EDGE, _arrow, _label, _suptitle, _text
+from ._draw import EDGE, _arrow, _label, _suptitle, _text
 from ._roadmap_parts import (
     CHAPTER_FILL,
     HIGHLIGHT,
@@ -27,6 +27,8 @@ from ._roadmap_parts import (
     STEPS,
     _badge,
     _part,
+    _zoom_frame,
+    _zoom_lines,
 )
 
 __all__ = ["CHAPTER_FILL", "HIGHLIGHT", "LEFT_OUT", "NOTEBOOKS", "PARTS", "STEPS", "roadmap"]
@@ -165,43 +167,15 @@ def roadmap(highlight: int | None = None) -> LabFigure:
     # -- inside the attention sublayer: notebooks 01-07 ----------------------------------
     ix, iw = 6.55, 3.9  # the zoom's left edge and width
     top, row = 6.05, 0.56
-    frame = Rectangle(
-        (ix - 0.7, top - len(STEPS) * row - 0.12),
-        iw + 0.85,
-        len(STEPS) * row + 0.62,
-        facecolor="none",
-        edgecolor=EDGE,
-        lw=1.0,
-        gid="zoom",
-        clip_on=False,
-        zorder=1,
-    )
-    ax.add_artist(frame)
-    _label(
-        ax,
-        ix - 0.7 + (iw + 0.85) / 2,
-        top + 0.3,
-        _("inside the attention layer, step by step"),
-        size=LABEL_SIZE,
-        weight="bold",
-    )
+    title = _("inside the attention layer, step by step")
+    frame = _zoom_frame(ax, ix - 0.7, iw + 0.85, top, len(STEPS) * row, title)
     for k, (n, text) in enumerate(STEPS):
         y = top - (k + 1) * row + 0.08
         part(f"step {n}", ix, y, iw, row - 0.16, _(text), fill=CHAPTER_FILL)
         _badge(ax, ix - 0.58, y + (row - 0.16) / 2, n, highlight)
         if k:
             _arrow(ax, (ix + iw / 2, y + row - 0.08), (ix + iw / 2, y + row - 0.16), lw=1.0)
-    # zoom lines from the attention box to the inset
-    for y_from, y_to in ((4.88, frame.get_y() + frame.get_height()), (4.25, frame.get_y())):
-        ax.plot(
-            [sx + sw + 0.1, frame.get_x()],
-            [y_from, y_to],
-            color=ARROW,
-            lw=0.8,
-            ls=":",
-            zorder=1,
-            gid="zoom line",
-        )
+    _zoom_lines(ax, sx + sw + 0.1, (4.88, 4.25), frame)  # from the attention box to the inset
 
     # -- the key and the notebooks outside the attention layer ---------------------------
     ky = 1.8
