@@ -167,7 +167,6 @@ def llm_cache_rows(T: int = LLM_CACHE_T) -> list[dict]:
     from dataclasses import replace
 
     from attention_lab.kv_cache import cache_bytes
-    from attention_lab.published import PUBLISHED_MODELS
 
     models = {m.name: m for m in PUBLISHED_MODELS}
     llama, mistral, deepseek = (

@@ -246,7 +246,7 @@ def parallel_map(fn: Callable, items: Iterable, workers: int | None = None) -> l
     drew from it raises an error instead of returning results that depend on timing.
     """
     items = list(items)
-    workers = os.cpu_count() or 1 if workers is None else check_positive("workers", workers)
+    workers = (os.cpu_count() or 1) if workers is None else check_positive("workers", workers)
     before = torch.random.get_rng_state()
     with cpu_threads(1):
         if workers == 1 or len(items) <= 1:
