@@ -19,9 +19,9 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 from browser_helpers import chromium, jupyterlab  # noqa: F401  (session fixtures)
 from hub_helpers import (  # noqa: F401  (session fixtures of the hub tests)
     SHARED_HUB_FILES,
@@ -31,16 +31,23 @@ from hub_helpers import (  # noqa: F401  (session fixtures of the hub tests)
     shared_hub,
 )
 
-from attention_lab import (
-    CausalAttention,
-    MultiHeadAttention,
-    MultiHeadSelfAttention,
-    SingleHeadAttention,
-    TinyLM,
-    set_language,
-)
+if TYPE_CHECKING:
+    import torch
 
-torch.set_num_threads(1)
+# torch and attention_lab are imported when a test needs them, not here: `make test-hub`
+# (-m hub) runs none of the library's tests, and importing torch costs each of its
+# processes about 3 CPU-seconds before its first hub starts.
+
+
+def _hub_only(config) -> bool:
+    return config.getoption("markexpr", "") == "hub"
+
+
+def pytest_configure(config):
+    if not _hub_only(config):
+        import torch
+
+        torch.set_num_threads(1)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects anything
@@ -88,21 +95,29 @@ VOCAB = 64  # TinyLM's vocabulary
 
 
 @pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(0)
+def _seed(request):
+    if not request.node.get_closest_marker("hub"):
+        import torch
+
+        torch.manual_seed(0)
     yield
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _english():
+def _english(request):
     """Every test starts in English, whatever the machine's locale says."""
-    set_language("en")
+    if not _hub_only(request.config):
+        from attention_lab import set_language
+
+        set_language("en")
     yield
 
 
 @pytest.fixture
 def zh():
     """The library speaks Simplified Chinese for one test (``attention_lab.set_language``)."""
+    from attention_lab import set_language
+
     set_language("zh_CN")
     try:
         yield
@@ -123,6 +138,14 @@ MASK_KINDS = {
 
 def make_module(name: str, d_model: int = D, n_heads: int = H, context: int = CONTEXT, **kw):
     """Build one module of the library by a short name, in eval mode."""
+    from attention_lab import (
+        CausalAttention,
+        MultiHeadAttention,
+        MultiHeadSelfAttention,
+        SingleHeadAttention,
+        TinyLM,
+    )
+
     if name == "single":
         module = SingleHeadAttention(d_model, d_model)
     elif name == "causal":
@@ -153,6 +176,8 @@ def make_module(name: str, d_model: int = D, n_heads: int = H, context: int = CO
 
 def make_input(name: str, batch: int = B, length: int = T, d_model: int = D) -> torch.Tensor:
     """An input for ``make_module(name)``: token ids (B, T) for a TinyLM, else (B, T, D)."""
+    import torch
+
     if name.startswith("tiny_lm"):
         return torch.randint(VOCAB, (batch, length))  # (B, T)
     return torch.randn(batch, length, d_model)  # (B, T, D)
@@ -205,6 +230,8 @@ def assert_future_does_not_leak(fn, x: torch.Tensor, t: int) -> None:
 
     ``x`` is (B, T, D) vectors or (B, T) token ids (each later id then becomes another id).
     """
+    import torch
+
     changed = x.clone()
     if x.is_floating_point():
         changed[:, t + 1 :] = torch.randn_like(changed[:, t + 1 :]) * 3.0
@@ -244,6 +271,8 @@ def graph_break_count(module: torch.nn.Module, *args) -> int:
 
 
 def _trained(task: str):
+    import torch
+
     from attention_lab import TinyLM, train
 
     torch.manual_seed(0)

@@ -1,8 +1,9 @@
 """What the classroom hub's tests share (tests/test_hub.py, tests/test_hub_grading.py,
-tests/test_hub_redteam.py, tests/test_hub_redteam2.py): the session fixtures ``hub_venv``
-(tools/hub_env.sh, run once a session), ``classroom`` (hub/classroom/classroom.py, with the
-checkout private while the hub tests run), ``shared_hub`` (one hub for every test that needs
-a running one: the teacher logged in, each test making students of its own on it; stopping
+tests/test_hub_redteam.py, tests/test_hub_redteam2.py, tests/test_hub_redteam2_alone.py): the
+session fixtures ``hub_venv`` (tools/hub_env.sh, run once a session), ``classroom``
+(hub/classroom/classroom.py, with the checkout private while the hub tests run),
+``shared_hub`` (one hub a session, in each pytest-xdist worker that needs one, for every test
+that needs a running one: the teacher logged in, each test making students of its own on it; stopping
 it at the end is checked to leave no process, mount, home or system user behind) and
 ``red`` (that hub with alice and bob created by the teacher's script, their servers
 running, for both red-team rounds), the forms a browser would post, and ``health`` (the
@@ -30,11 +31,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# The test files whose tests run on ``shared_hub``: under pytest-xdist (make test-hub runs
-# with -n 2 --dist loadfile) they are one unit of work, for one worker, so one hub serves
-# them all, in their order, while the grading tests run beside them in the other worker
+# The test files that share one ``shared_hub`` with alice and bob on it (``red``): under
+# pytest-xdist (make test-hub runs with -n 3 --dist loadfile) they are one unit of work, for
+# one worker, so one hub serves both red-team rounds in their order, while the grading tests
+# run in a second worker and tests/test_hub.py, on a hub of its own, in a third
 # (tests/conftest.py, pytest_xdist_make_scheduler).
-SHARED_HUB_FILES = ("test_hub.py", "test_hub_redteam.py", "test_hub_redteam2.py")
+SHARED_HUB_FILES = ("test_hub_redteam.py", "test_hub_redteam2.py")
 REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATTENTION_LAB_REQUIRE_HUB") == "1"
 TEACHER = "teacher"
 TEACHER_PW = "teacher-pass-42"  # hub/classroom/classroom.py's ADMIN_PASSWORD
@@ -182,6 +184,15 @@ def session_from(address: str):
     return s
 
 
+# A kernel's cell for attack 10 (tests/test_hub_redteam2*.py): {mib} MiB, every page touched.
+ALLOCATE = """
+blocks = []
+for i in range({mib} // 64):  # 64 MiB at a time, every page touched
+    blocks.append(bytearray(64 * 2**20))
+    blocks[-1][::4096] = b"x" * len(blocks[-1][::4096])
+print("touched", 64 * len(blocks), "MiB")
+"""
+
 # The shared hub's limits, smaller than a class's so the attacks on them are quick: memory
 # and disk (each home an image of that size), sign-ups waiting per address and in all, and
 # how often a user's approval is checked again (30 s in a class).
@@ -196,8 +207,9 @@ RED_ENV = {
 
 @pytest.fixture(scope="session")
 def shared_hub(classroom):
-    """One hub, started once, for every test that needs a running hub (tests/test_hub.py and
-    both red-team rounds), with the limits of ``RED_ENV``; the teacher logged in. Each test
+    """One hub, started once a session (so once in each pytest-xdist worker that needs it),
+    for every test that needs a running hub (tests/test_hub.py, both red-team rounds), with
+    the limits of ``RED_ENV``; the teacher logged in. Each test
     makes students of its own on it (``add_students``). Stopping it at the end of the
     session is checked as a class's end: see ``class_hub``."""
     with class_hub(classroom, env=RED_ENV) as hub:

@@ -268,3 +268,25 @@ def test_intruder(shared_hub):
     assert srv_b.request("GET", f"/api/kernels/{kid_b}").status_code == 200
     assert srv_b.request("GET", "/api/contents/secret.txt").json()["content"] == "B's secret"
     print(f"\nintruder test: {time.perf_counter() - t0:.0f} s")
+
+
+def test_the_hubs_venv_leaves_out_the_slow_iri_checker(classroom):
+    """tools/hub_env.sh removes rfc3987-syntax (about 35 Lark parsers compiled at import, 2 to 3
+    CPU-seconds in every student's server): jsonschema then leaves out only the "iri" format,
+    which no Jupyter schema uses, and jupyter_events still validates its events."""
+    import subprocess
+
+    script = (
+        "import importlib.util as u, jsonschema, jupyter_events.validators as v\n"
+        "assert u.find_spec('rfc3987_syntax') is None, 'rfc3987_syntax is installed'\n"
+        "checker = jsonschema.Draft7Validator.FORMAT_CHECKER\n"
+        "assert 'iri' not in checker.checkers and 'uri-reference' in checker.checkers\n"
+        "schema = {'$id': 'https://example.org/e', 'version': '1', 'title': 't',\n"
+        "          'description': 'd', 'type': 'object', 'properties': {}}\n"
+        "v.validate_schema(schema)\n"
+        "print(sorted(checker.checkers)[:4])\n"
+    )
+    r = subprocess.run(
+        [str(classroom.HUB_VENV / "bin" / "python"), "-c", script], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr[-2000:]

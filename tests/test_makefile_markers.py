@@ -24,6 +24,7 @@ HUB_FILES = [
     "tests/test_hub.py",
     "tests/test_hub_redteam.py",
     "tests/test_hub_redteam2.py",
+    "tests/test_hub_redteam2_alone.py",
     "tests/test_hub_grading.py",
 ]
 
