@@ -2,10 +2,10 @@
 tests/test_hub_redteam.py, tests/test_hub_redteam2.py, tests/test_hub_redteam2_alone.py): the
 session fixtures ``hub_venv`` (tools/hub_env.sh, run once a session), ``classroom``
 (hub/classroom/classroom.py, with the checkout private while the hub tests run),
-``shared_hub`` (one hub a session, in each pytest-xdist worker that needs one, for every test
-that needs a running one: the teacher logged in, each test making students of its own on it; stopping
-it at the end is checked to leave no process, mount, home or system user behind) and
-``red`` (that hub with alice and bob created by the teacher's script, their servers
+``shared_hub`` (one hub a session, in each pytest-xdist worker that needs one, for every
+test that needs a running one: the teacher logged in, each test making students of its own on
+it; stopping it at the end is checked to leave no process, mount, home or system user behind)
+and ``red`` (that hub with alice and bob created by the teacher's script, their servers
 running, for both red-team rounds), the forms a browser would post, and ``health`` (the
 hub's latency as another client sees it).
 
