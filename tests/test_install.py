@@ -464,6 +464,8 @@ class Lab:
         (self.dir / "pyproject.toml").write_text(PROJECT_TOML)
         (self.dir / "backend.py").write_text(BACKEND)
         shutil.copy(CONSTRAINTS, self.dir / "constraints.txt")
+        (self.dir / "tools").mkdir()  # the script the Makefile runs after each install
+        shutil.copy(ROOT / "tools" / "lighten_venv.sh", self.dir / "tools" / "lighten_venv.sh")
         self.python = make_venv(self.dir / ".venv")
         self.proxy = proxy
 
