@@ -23,6 +23,7 @@ from attention_lab import (
     tasks,
     train,
     train_tiny_lm,
+    train_tiny_lms,
 )
 from attention_lab.tasks import repeat_offset, rows_in
 
@@ -354,3 +355,42 @@ def test_parallel_map_passes_a_functions_error_on_and_names_a_bad_worker_count()
         parallel_map(fails, range(3), workers=2)
     with pytest.raises(ValueError, match="workers"):
         parallel_map(fails, range(3), workers=0)
+
+
+def test_train_tiny_lms_gives_bitwise_the_loops_models_and_leaves_the_generator_as_the_loop():
+    runs = [
+        dict(seed=0),
+        dict(seed=1, n_heads=1),
+        dict(seed=2, epochs=2),
+        dict(task="copy", seed=3),
+    ]
+    seen = []
+    runs[0]["on_step"] = lambda step, model: seen.append(step)
+    torch.manual_seed(99)
+    in_a_loop = [
+        train_tiny_lm(**{"task": "previous", "epochs": 1, "progress": False, **run}) for run in runs
+    ]
+    after_loop = torch.random.get_rng_state()
+    steps = list(seen)
+    seen.clear()
+    torch.manual_seed(99)
+    side_by_side = train_tiny_lms(runs, task="previous", epochs=1, progress=False, workers=2)
+    assert torch.equal(torch.random.get_rng_state(), after_loop)
+    assert seen == steps == list(range(len(in_a_loop[0][1].step_losses) + 1))  # on_step kept
+    for (a, ha), (b, hb) in zip(in_a_loop, side_by_side):
+        assert a.config == b.config and ha.step_losses == hb.step_losses
+        for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+            assert torch.equal(p, q), name
+    assert len(side_by_side[2][1].step_losses) == 2 * len(side_by_side[0][1].step_losses)
+    assert [h.task for _, h in side_by_side] == ["previous"] * 3 + ["copy"]  # a run's own task
+    # the control: another seed trains other weights, so the equality above means something
+    assert in_a_loop[0][1].step_losses != side_by_side[1][1].step_losses
+
+
+def test_train_tiny_lms_names_a_run_that_is_not_a_dict_or_brings_its_own_bar():
+    with pytest.raises(TypeError, match="index 1.*runs=\\[dict"):
+        train_tiny_lms([dict(seed=0), 3])
+    with pytest.raises(TypeError, match="without 'progress'"):
+        train_tiny_lms([dict(seed=0, progress=True)])
+    with pytest.raises(TypeError, match="on_step must be a function"):
+        train_tiny_lms([dict(seed=0, on_step=3)])

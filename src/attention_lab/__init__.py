@@ -61,7 +61,7 @@ from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .rope import apply_rope, rope_cos_sin, rotate_half
 from .tasks import IGNORE_INDEX, SEP, TASKS, make_batch
 from .tiny_lm import TinyLM
-from .training import TrainHistory, evaluate, parallel_map, train, train_tiny_lm
+from .training import TrainHistory, evaluate, parallel_map, train, train_tiny_lm, train_tiny_lms
 
 __version__ = "0.2.0"
 
@@ -155,4 +155,5 @@ __all__ = [
     "to_sdpa_mask",
     "train",
     "train_tiny_lm",
+    "train_tiny_lms",
 ]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ import torch.nn.functional as F
 from ._checks import check_positive
 from .config import FIELDS, TinyLMConfig
 from .device import cpu_threads
-from .i18n import error_text
+from .i18n import _, error_text
 from .tasks import IGNORE_INDEX, make_batch, rows_in, task_name, task_settings
 from .tiny_lm import TinyLM
 
@@ -142,6 +143,13 @@ def train(
     given = {"epochs": epochs, "n_rows": n_rows, "batch_size": batch_size, "lr": lr}
     row = task_settings(task)
     options = {k: row[k] if v is None else v for k, v in given.items()}
+    check_on_step(on_step)
+    with cpu_threads(threads):
+        return _train(model, task, seed=seed, progress=progress, on_step=on_step, **options)
+
+
+def check_on_step(on_step) -> None:
+    """A clear error for an ``on_step`` that is neither a function nor None."""
     if on_step is not None and not callable(on_step):
         raise TypeError(
             error_text(
@@ -149,8 +157,6 @@ def train(
                 "e.g. on_step=InductionRecorder(rows)"
             ).format(type=type(on_step).__name__)
         )
-    with cpu_threads(threads):
-        return _train(model, task, seed=seed, progress=progress, on_step=on_step, **options)
 
 
 def _train(
@@ -178,7 +184,7 @@ def _train(
         on_step(0, model)
     start = time.perf_counter()
     step = 0
-    for _ in range(epochs):
+    for _epoch in range(epochs):
         order = torch.randperm(n_rows, generator=g)
         epoch_sum = 0.0
         for i in range(steps_per_epoch):
@@ -220,14 +226,100 @@ def train_tiny_lm(
     others (``epochs``, ``n_rows``, ``progress``, ...) go to ``train``. A ``config``
     replaces the table's model fields (the table's training options still apply).
     """
+    model, options = _seeded_model(task, config, seed, device, kwargs)
+    return model, train(model, task, seed=seed, **options)
+
+
+def _seeded_model(
+    task: str, config: TinyLMConfig | None, seed: int, device, kwargs: dict
+) -> tuple[TinyLM, dict]:
+    """``train_tiny_lm``'s model, seeded and built, and the options for ``train``."""
     settings = task_settings(task)
     table_fields = {k: settings.pop(k) for k in list(settings) if k in FIELDS}
+    kwargs = dict(kwargs)
     fields = {k: kwargs.pop(k) for k in list(kwargs) if k in FIELDS}
     if config is None:
         config = TinyLMConfig(**table_fields)
     torch.manual_seed(seed)
     model = TinyLM(config.replace(**fields)).to(device)
-    return model, train(model, task, seed=seed, **{**settings, **kwargs})
+    return model, {**settings, **kwargs}
+
+
+def train_tiny_lms(
+    runs: Iterable[Mapping],
+    *,
+    progress: bool = True,
+    workers: int | None = None,
+    **shared,
+) -> list[tuple[TinyLM, TrainHistory]]:
+    """``[train_tiny_lm(**shared, **run) for run in runs]``, with the trainings side by side
+    on the machine's cores (``parallel_map``): the results are bitwise those of the loop, in
+    less time (lesson 10's eleven models: 69 s in a loop, 47 s side by side on 2 cores).
+
+    Each run is a dict of ``train_tiny_lm`` keywords: ``task``, ``seed``, config fields
+    (``n_layers=1``) and ``train`` options (``n_rows``, ``on_step``); ``shared`` holds those
+    common to every run (``task="induction"``). The models are seeded and built one after
+    another in the order of ``runs``, as the loop builds them, so torch's global generator
+    ends where the loop leaves it. The longest runs start first, so that no core idles at the
+    end. One bar counts the steps of all runs.
+    """
+    runs = list(runs)
+    for i, run in enumerate(runs):
+        if not isinstance(run, Mapping) or "progress" in run:
+            raise TypeError(
+                error_text(
+                    "each run must be a dict of train_tiny_lm keywords without 'progress' "
+                    "(one bar counts every run), got {value!r} at index {i}; write e.g. "
+                    "runs=[dict(seed=0), dict(seed=1, n_layers=1)]"
+                ).format(value=run, i=i)
+            )
+    jobs = []  # (model, task, seed, train options), built in the order of runs
+    for run in runs:
+        options = {**shared, **run}
+        task, seed = options.pop("task", "copy"), options.pop("seed", 0)
+        device = options.pop("device", "cpu")
+        model, options = _seeded_model(task, options.pop("config", None), seed, device, options)
+        check_on_step(options.get("on_step"))
+        jobs.append((model, task, seed, options))
+    from tqdm.auto import tqdm  # imported here: it pulls in IPython and ipywidgets
+
+    def rows_seen(task: str, options: dict) -> tuple[int, int]:  # (steps, rows per step)
+        row = task_settings(task)
+
+        def get(name: str) -> int:
+            return row[name] if options.get(name) is None else options[name]
+
+        return get("epochs") * math.ceil(get("n_rows") / get("batch_size")), get("batch_size")
+
+    seen = [rows_seen(task, options) for _, task, _, options in jobs]
+    lock = threading.Lock()
+    bar = tqdm(
+        total=sum(steps for steps, _ in seen),
+        desc=_("{n} models").format(n=len(jobs)),
+        disable=not progress,
+    )
+
+    def one(i: int) -> TrainHistory:
+        model, task, seed, options = jobs[i]
+        on_step = options.pop("on_step", None)
+
+        def counted(step: int, m: TinyLM) -> None:
+            if step:
+                with lock:
+                    bar.update(1)
+            if on_step is not None:
+                on_step(step, m)
+
+        return train(model, task, seed=seed, progress=False, on_step=counted, **options)
+
+    cost = [  # token-layers computed: what a step costs, roughly, times the steps
+        steps * rows * model.context_length * len(model.attention_layers())
+        for (steps, rows), (model, _, _, _) in zip(seen, jobs)
+    ]
+    longest_first = sorted(range(len(jobs)), key=lambda i: -cost[i])
+    histories = dict(zip(longest_first, parallel_map(one, longest_first, workers=workers)))
+    bar.close()
+    return [(job[0], histories[i]) for i, job in enumerate(jobs)]
 
 
 def parallel_map(fn: Callable, items: Iterable, workers: int | None = None) -> list:
