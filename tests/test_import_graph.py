@@ -197,9 +197,9 @@ def test_a_cycle_is_found_and_printed_as_a_path():
 
 
 def readme_rooms() -> set[str]:
-    """Every room the README's module table names, as a path under src/attention_lab without
-    ``.py`` ("masks", "viz/explorer/model", "viz/diagrams", "exercises")."""
-    text = (SRC.parent / "README.md").read_text(encoding="utf-8")
+    """Every room the module table of docs/library.md names, as a path under src/attention_lab
+    without ``.py`` ("masks", "viz/explorer/model", "viz/diagrams", "exercises")."""
+    text = (SRC.parent / "docs" / "library.md").read_text(encoding="utf-8")
     table = text[text.index("| module | what it holds |") :].split("\n\n")[0].splitlines()[2:]
     rooms = set()
     for row in table:

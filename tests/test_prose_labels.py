@@ -52,6 +52,7 @@ EN = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ZH = sorted((ROOT / "notebooks" / "zh-CN").glob("*.ipynb"))
 NOTEBOOKS = EN + ZH
 ZH_DOCS = sorted((ROOT / "teaching" / "zh-CN").glob("*.md")) + [ROOT / "README.zh-CN.md"]
+ZH_DOCS += sorted((ROOT / "docs" / "zh-CN").glob("*.md"))
 
 # Notebooks another helper is rewriting while these tests are written (issue 27); their text
 # is fixed once that work lands. Keyed by (edition, notebook stem).

@@ -21,6 +21,7 @@ import teaching_guide as tg
 from i18n.common import TranslationError
 from i18n.glossary import glossary_check
 from i18n.readme import (
+    DOCUMENTS,
     README,
     SWITCH,
     SWITCH_EN,
@@ -53,21 +54,26 @@ def _numbers(text: str) -> list[str]:
 # ---------------------------------------------------------------- README.zh-CN.md
 
 
-def test_the_chinese_readme_has_every_section_of_the_english_one():
-    en, zh = EN.read_text(encoding="utf-8"), ZH.read_text(encoding="utf-8")
-    assert len(_headings(en)) >= 12
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda d: d.english)
+def test_each_chinese_page_has_every_section_of_the_english_one(doc):
+    en = (ROOT / doc.english).read_text(encoding="utf-8")
+    zh = (ROOT / doc.chinese).read_text(encoding="utf-8")
     assert _headings(zh) == _headings(en), "same headings, same levels, same order"
-    sections = re.findall(r"^## (.+)$", zh, flags=re.M)
-    assert len(sections) == len(re.findall(r"^## ", en, flags=re.M)) >= 8
-    assert all(CJK.search(s) for s in sections), sections
+    titles = re.findall(
+        r"^#{1,6} (.+)$", re.sub(r"^\s*```.*?^\s*```", "", zh, flags=re.S | re.M), flags=re.M
+    )
+    assert titles and all(CJK.search(t) for t in titles), titles
+    assert _numbers(zh) == _numbers(en)
 
 
-def test_the_chinese_readme_has_the_english_numbers():
-    en, zh = EN.read_text(encoding="utf-8"), ZH.read_text(encoding="utf-8")
+def test_the_readme_keeps_its_sections_and_the_guides_estimate():
+    en = EN.read_text(encoding="utf-8")
+    assert len(re.findall(r"^## ", en, flags=re.M)) >= 6
     guide = (ROOT / "teaching" / "README.md").read_text(encoding="utf-8")
     minutes = re.search(r"^\| \*\*total\*\* .*?\*\*(\d+)\*\*", guide, flags=re.M).group(1)
-    assert "110,142" in _numbers(en) and minutes in _numbers(en)  # the guide's presenting total
-    assert _numbers(zh) == _numbers(en)
+    assert minutes in _numbers(en)  # the guide's presenting total
+    measured = (ROOT / "docs" / "measured.md").read_text(encoding="utf-8")
+    assert "110,142" in _numbers(measured)
 
 
 def test_the_chinese_readme_is_what_the_build_writes():
@@ -79,14 +85,21 @@ def test_the_chinese_readme_is_what_the_build_writes():
     assert "](notebooks/zh-CN/08_training_copy_task.ipynb)" in zh
     assert "](teaching/zh-CN/README.md)" in zh
     assert "](notebooks/08_training_copy_task.ipynb)" not in zh
-    assert "True 表示被屏蔽" in zh and "附加篇" in zh and "CPU 内存" not in zh.replace(" ", "")
+    assert "附加篇" in zh and "CPU 内存" not in zh.replace(" ", "")
+    library = (ROOT / "docs" / "zh-CN" / "library.md").read_text(encoding="utf-8")
+    assert (
+        "True 表示被屏蔽" in library
+        and library.splitlines()[2] == "[English](../library.md) · 简体中文"
+    )
 
 
-def test_the_readme_catalogue_is_complete():
-    po = polib.pofile(str(CATALOGUE), wrapwidth=0)
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda d: d.english)
+def test_each_page_catalogue_is_complete(doc):
+    po = polib.pofile(str(ROOT / doc.catalogue), wrapwidth=0)
     active = [e for e in po if not e.obsolete]
-    messages = messages_of(split_blocks(EN.read_text(encoding="utf-8")))
-    assert len(active) == len(messages) >= 40
+    english = (ROOT / doc.english).read_text(encoding="utf-8")
+    messages = messages_of(split_blocks(english, doc.switch_en))
+    assert len(active) == len(messages) >= 3
     assert {(e.msgctxt, e.msgid) for e in active} == {(m.msgctxt, m.msgid) for m in messages}
     assert [e.msgid[:40] for e in active if "fuzzy" in e.flags] == []
     assert [e.msgid[:40] for e in active if not e.msgstr] == []
@@ -98,8 +111,9 @@ def test_the_readme_catalogue_is_complete():
 @pytest.fixture
 def repo(tmp_path):
     """A copy of what the README's build reads: README.md, its catalogue, the Chinese targets."""
-    for rel in ("README.md", README.catalogue, "teaching/zh-CN/README.md",
-                "notebooks/zh-CN/08_training_copy_task.ipynb"):  # fmt: skip
+    pages = [rel for d in DOCUMENTS for rel in (d.english, d.catalogue)]
+    for rel in pages + ["teaching/zh-CN/README.md", "teaching/zh-CN/grading.md",
+                        "notebooks/zh-CN/08_training_copy_task.ipynb"]:  # fmt: skip
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     build_readme(tmp_path)
@@ -113,13 +127,13 @@ def test_a_changed_english_block_is_merged_fuzzy_and_fails_check(repo):
     assert old in text
     readme.write_text(text.replace(old, old.replace("when present", "when it is there")), "utf-8")
     assert any("English changed" in line for line in check_readme(repo))
-    (report,) = update_readme(repo)
+    report = update_readme(repo)[0]  # README.md's
     assert "1 fuzzy" in report and "0 untranslated" in report
     po = polib.pofile(str(repo / README.catalogue), wrapwidth=0)
     (fuzzy,) = [e for e in po if "fuzzy" in e.flags]
     assert fuzzy.previous_msgid == old and "CUDA" in fuzzy.msgstr
     assert any("fuzzy" in line for line in check_readme(repo))
-    with pytest.raises(TranslationError, match="1 README blocks"):
+    with pytest.raises(TranslationError, match="1 README.md blocks"):
         build_readme(repo)
     build_readme(repo, allow_pending=True)  # keeps the English of that block
     assert "when it is there" in (repo / "README.zh-CN.md").read_text(encoding="utf-8")
@@ -127,14 +141,19 @@ def test_a_changed_english_block_is_merged_fuzzy_and_fails_check(repo):
 
 
 def test_check_holds_numbers_and_heading_levels(repo):
-    path = repo / README.catalogue
-    po = polib.pofile(str(path), wrapwidth=0)
-    for e in po:
-        if "110,142" in e.msgid:
-            e.msgstr = e.msgstr.replace("110,142", "110,143")
-        if e.msgid == "## Start":
-            e.msgstr = "### 开始"
-    path.write_text(str(po), encoding="utf-8")
+    measured = next(d for d in DOCUMENTS if d.english == "docs/measured.md")
+    for catalogue, change in (
+        (measured.catalogue, ("110,142", "110,143")),
+        (README.catalogue, None),
+    ):
+        path = repo / catalogue
+        po = polib.pofile(str(path), wrapwidth=0)
+        for e in po:
+            if change and change[0] in e.msgid:
+                e.msgstr = e.msgstr.replace(*change)
+            if e.msgid == "## Start":
+                e.msgstr = "### 开始"
+        path.write_text(str(po), encoding="utf-8")
     problems = "\n".join(check_readme(repo))
     assert "numbers differ" in problems and "'110,143'" in problems
     assert "must stay one level-2 heading" in problems

@@ -1,4 +1,5 @@
-"""README.zh-CN.md from a catalogue: README.md's Markdown blocks -> i18n/zh_CN/teaching/README.po.
+"""README.zh-CN.md and docs/zh-CN/*.md from catalogues: each English page's Markdown blocks ->
+its catalogue in i18n/zh_CN/teaching/ (README.po for README.md, docs_<name>.po for docs/<name>.md).
 
     update_readme(root)   # English blocks merged into the catalogue (fuzzy, like the notebooks)
     build_readme(root)    # catalogue -> README.zh-CN.md
@@ -15,9 +16,11 @@ msgstr = msgid) or "markdown" (the rest, tables included). In occurrences, the n
 README.md is the block's index.
 
 The language switch line below the title ("[简体中文](README.zh-CN.md)") is not an entry:
-`build` writes its Chinese counterpart pointing back to README.md (SWITCH). Relative links
-to an English notebook or a teaching file that has a Chinese edition are pointed at that
-edition (notebooks/zh-CN/..., teaching/zh-CN/...), so the translator keeps the English target.
+`build` writes its Chinese counterpart pointing back to the English page (SWITCH for the
+README). Relative links to an English notebook, teaching file or page of DOCUMENTS that has a
+Chinese edition are pointed at that edition (notebooks/zh-CN/..., teaching/zh-CN/...,
+docs/zh-CN/...), and every relative link is rebased when the Chinese page lives in another
+folder than the English one, so the translator keeps the English target.
 
 `check` also holds each translation to its English: a heading keeps its level, and the numbers
 (every run of digits, "1,866" and "3.10" as one) are the same, in the same order.
@@ -30,6 +33,7 @@ loses its context, and switching would retranslate 40 reviewed entries.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +45,6 @@ from .extract import Message
 from .merge import merge, save_catalogue
 
 HEADING, CODE, PROSE = "heading", "code", "markdown"
-SWITCH_EN = "[简体中文](README.zh-CN.md)"
-SWITCH = "[English](README.md) · 简体中文"
 HEADER_TEXT = (
     "Simplified Chinese text of README.md, built into README.zh-CN.md (tools/i18n/readme.py).\n"
     "One entry per Markdown block; translate msgstr only, following i18n/glossary.tsv, and keep\n"
@@ -51,17 +53,38 @@ HEADER_TEXT = (
 )
 
 
+def _relative(target: str, page: str) -> str:
+    """``target`` (from the repository root) as a link written in ``page``."""
+    return Path(os.path.relpath(target, Path(page).parent)).as_posix()
+
+
 @dataclass(frozen=True)
 class Document:
     english: str  # relative to the repository root
     chinese: str
     catalogue: str
 
+    @property
+    def switch_en(self) -> str:
+        """The English page's language line."""
+        return f"[简体中文]({_relative(self.chinese, self.english)})"
+
+    @property
+    def switch(self) -> str:
+        """The Chinese page's language line, pointing back to the English page."""
+        return f"[English]({_relative(self.english, self.chinese)}) · 简体中文"
+
 
 # In i18n/zh_CN/teaching/ with the other pages read in a browser: the figures' subset font
 # (tools/i18n/font.py) leaves those out, and i18n/zh_CN/*.po is one catalogue per notebook.
 README = Document("README.md", "README.zh-CN.md", f"i18n/{LOCALE}/teaching/README.po")
-DOCUMENTS = (README,)
+DOCS = ("library", "install", "development", "measured")  # docs/<name>.md, linked from the README
+DOCUMENTS = (README,) + tuple(
+    Document(
+        f"docs/{name}.md", f"docs/{LANG_DIR}/{name}.md", f"i18n/{LOCALE}/teaching/docs_{name}.po"
+    )
+    for name in DOCS
+)
 
 
 @dataclass
@@ -81,8 +104,10 @@ def _dedent(lines: list[str]) -> tuple[str, str]:
     return " " * n, "\n".join(line[n:] for line in lines)
 
 
-def split_blocks(text: str) -> list[Block]:
-    """README.md's blocks in order (see the module docstring for what one block is)."""
+def split_blocks(text: str, switch_en: str = "") -> list[Block]:
+    """A page's blocks in order (see the module docstring for what one block is); the block
+    that is ``switch_en`` (default: the README's language line) is the "switch"."""
+    switch_en = switch_en or README.switch_en
     lines = text.splitlines()
     blocks: list[Block] = []
     run: list[str] = []
@@ -90,7 +115,7 @@ def split_blocks(text: str) -> list[Block]:
     def flush(kind: str = PROSE) -> None:
         if run:
             indent, body = _dedent(run)
-            if body.strip() == SWITCH_EN:
+            if body.strip() == switch_en:
                 kind = "switch"
             blocks.append(Block(kind, body, indent))
             run.clear()
@@ -126,6 +151,9 @@ def split_blocks(text: str) -> list[Block]:
     return blocks
 
 
+SWITCH_EN, SWITCH = README.switch_en, README.switch
+
+
 def messages_of(blocks: list[Block]) -> list[Message]:
     """One message per block (the switch line excepted); identical blocks share one entry."""
     seen: dict[tuple[str, str], Message] = {}
@@ -140,17 +168,28 @@ def messages_of(blocks: list[Block]) -> list[Message]:
     return list(seen.values())
 
 
-def localise_links(text: str, root: Path) -> str:
-    """Relative links to English notebooks / teaching files -> their Chinese editions."""
+def localise_links(text: str, root: Path, doc: Document = README) -> str:
+    """Relative links of ``doc``'s English -> the Chinese editions of English notebooks,
+    teaching files and pages of DOCUMENTS, and rebased to the Chinese page's folder."""
+    english_dir, chinese_dir = Path(doc.english).parent, Path(doc.chinese).parent
+    pages = {d.english: d.chinese for d in DOCUMENTS}
 
     def repl(m: re.Match) -> str:
         target, anchor = m.group(1), m.group(2) or ""
-        path = Path(target)
-        if path.parts and path.parts[0] in ("notebooks", "teaching") and LANG_DIR not in path.parts:
-            zh = path.parent / LANG_DIR / path.name
-            if (root / zh).is_file():
-                return f"]({zh.as_posix()}{anchor})"
-        return m.group(0)
+        path = Path(os.path.normpath(english_dir / target))  # from the repository root
+        zh = path.parent / LANG_DIR / path.name
+        if path.as_posix() in pages:
+            path = Path(pages[path.as_posix()])
+        elif (
+            path.parts
+            and path.parts[0] in ("notebooks", "teaching", "docs")
+            and (LANG_DIR not in path.parts and (root / zh).is_file())
+        ):
+            path = zh
+        elif english_dir == chinese_dir:
+            return m.group(0)  # the same link from the same folder
+        slash = "/" if target.endswith("/") else ""
+        return f"]({_relative(path.as_posix(), doc.chinese)}{slash}{anchor})"
 
     return re.sub(r"\]\(((?!https?:|#|/)[^)#\s]+)(#[^)\s]*)?\)", repl, text)
 
@@ -159,13 +198,15 @@ def _table(po: polib.POFile) -> dict[tuple[str, str], polib.POEntry]:
     return {(e.msgctxt, e.msgid): e for e in po if not e.obsolete}
 
 
-def translate_document(english: str, po: polib.POFile, root: Path, allow_pending: bool = False):
+def translate_document(
+    english: str, po: polib.POFile, root: Path, allow_pending: bool = False, doc: Document = README
+):
     """The Chinese document; a TranslationError naming the blocks without a usable entry."""
     table = _table(po)
     out, missing = [], []
-    for i, block in enumerate(split_blocks(english)):
+    for i, block in enumerate(split_blocks(english, doc.switch_en)):
         if block.kind == "switch":
-            text = SWITCH
+            text = doc.switch
         else:
             entry = table.get((block.kind, block.text))
             usable = entry is not None and entry.msgstr and "fuzzy" not in entry.flags
@@ -173,11 +214,11 @@ def translate_document(english: str, po: polib.POFile, root: Path, allow_pending
                 missing.append(f"block {i} ({block.text.splitlines()[0][:50]!r})")
                 continue
             text = entry.msgstr if usable else block.text
-            text = localise_links(text, root)
+            text = localise_links(text, root, doc)
         out.append("\n".join(block.indent + line if line else line for line in text.split("\n")))
     if missing:
         raise TranslationError(
-            f"{len(missing)} README blocks untranslated, fuzzy or not merged (run "
+            f"{len(missing)} {doc.english} blocks untranslated, fuzzy or not merged (run "
             f"`python tools/translations.py update`, then translate them): " + "; ".join(missing)
         )
     return "\n\n".join(out) + "\n"
@@ -205,7 +246,7 @@ def update_readme(root: Path) -> list[str]:
         if not target.exists():
             old.header = HEADER_TEXT
         english = (root / doc.english).read_text(encoding="utf-8")
-        merged = merge(old, messages_of(split_blocks(english)), doc.english)
+        merged = merge(old, messages_of(split_blocks(english, doc.switch_en)), doc.english)
         report.append(save_catalogue(merged, target, doc.catalogue))
     return report
 
@@ -215,9 +256,10 @@ def build_readme(root: Path, allow_pending: bool = False) -> list[str]:
     for doc in DOCUMENTS:
         po = load_catalogue(root / doc.catalogue)
         english = (root / doc.english).read_text(encoding="utf-8")
-        text = translate_document(english, po, root, allow_pending)
+        text = translate_document(english, po, root, allow_pending, doc)
         target = root / doc.chinese
         if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         lines.append(f"{doc.chinese}: written from {doc.catalogue}")
     return lines
@@ -232,7 +274,7 @@ def check_readme(root: Path, allow_pending: bool = False) -> list[str]:
             continue
         po = load_catalogue(cat)
         english = (root / doc.english).read_text(encoding="utf-8")
-        messages = messages_of(split_blocks(english))
+        messages = messages_of(split_blocks(english, doc.switch_en))
         table = _table(po)
         current = {(m.msgctxt, m.msgid) for m in messages}
         for m in messages:
@@ -249,10 +291,10 @@ def check_readme(root: Path, allow_pending: bool = False) -> list[str]:
         stale = [key for key in table if key not in current]
         if stale:
             found.append(
-                f"{doc.catalogue}: {len(stale)} entries README.md no longer has (run `update`)"
+                f"{doc.catalogue}: {len(stale)} entries {doc.english} no longer has (run `update`)"
             )
         try:
-            want = translate_document(english, po, root, allow_pending)
+            want = translate_document(english, po, root, allow_pending, doc)
         except TranslationError:
             continue  # already reported entry by entry
         target = root / doc.chinese
