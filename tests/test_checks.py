@@ -10,24 +10,46 @@ task names: test_tasks.py, conversions: test_convert.py).
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import html
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from conftest import message, raises
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import attention_lab
 from attention_lab import (
     CausalAttention,
+    DecoderConfig,
+    LatentAttention,
     MultiHeadAttention,
     MultiHeadSelfAttention,
     SingleHeadAttention,
     TinyLM,
+    TinyLMConfig,
     attention,
     causal_mask,
     make_batch,
     sliding_window_mask,
 )
-from attention_lab._checks import check_token_ids
+from attention_lab._checks import (
+    check_dropout,
+    check_float_tensor,
+    check_heads,
+    check_input,
+    check_kv_heads,
+    check_mask,
+    check_positive,
+    check_qkv,
+    check_rope_base,
+    check_scores_mask,
+    check_token_ids,
+)
 from attention_lab.charlm import CharLM, CharLMConfig
 
 MODULES = {
@@ -449,3 +471,366 @@ def test_numpy_integers_are_sizes(integer):
 def test_floats_bools_and_strings_are_not_sizes(value):
     with pytest.raises(ValueError, match=f"d_model={value!r}"):
         MultiHeadSelfAttention(value, 2, 10)
+
+
+# --- one home per rule (issue 41, "Validation once") -------------------------------------
+# Each rule is decided, and its message worded, in one function of _checks.py; every
+# boundary where a bad value enters calls it (or builds the config that does), and a
+# caller that shows the error otherwise (the explorer's page, llama_block's model name)
+# translates that error instead of testing the condition again.
+
+SRC = Path(attention_lab.__file__).parent
+HEADS_MESSAGE = (
+    "d_model=30 is not divisible by n_heads=4; pick d_model as a multiple of n_heads "
+    "(for example d_model=28 or 32)"
+)
+KV_MESSAGE = (
+    "n_heads=4 is not divisible by n_kv_heads=3; each key/value head serves a group of "
+    "n_heads // n_kv_heads query heads, so pick one of 1, 2, 4 (1: multi-query attention, "
+    "4: plain multi-head)"
+)
+POSITIVE_MESSAGE = "n_heads=0 must be a whole number >= 1; pass a positive int, e.g. n_heads=4"
+DROPOUT_MESSAGE = (
+    "dropout=1.0 must be in [0, 1): it is the probability of dropping an attention weight; "
+    "use 0.0 to switch dropout off"
+)
+
+
+def _modulo_by(node: ast.AST, side: str) -> bool:
+    """``node`` is ``a % b`` with ``n_heads`` (self.n_heads, model.n_heads, ...) on ``side``."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)):
+        return False
+    return re.search(r"(^|\.)n_heads$", ast.unparse(getattr(node, side))) is not None
+
+
+# rule -> (a fragment of its message, a test of its condition on one AST node or None, a
+# regex of its condition in the source or None)
+RULES = {
+    "n_heads divides d_model": (
+        "is not divisible by n_heads=",
+        lambda node: _modulo_by(node, "right"),
+        None,
+    ),
+    "n_kv_heads divides n_heads": (
+        "is not divisible by n_kv_heads=",
+        lambda node: _modulo_by(node, "left"),
+        None,
+    ),
+    "sizes are whole numbers >= 1": (
+        "must be a whole number >= 1;",
+        None,
+        r"\bis None or \w+ < 1\b",
+    ),
+    "dropout lies in [0, 1)": (
+        "it is the probability of dropping an attention weight",
+        None,
+        r"0\.0 <= float\(\w+\) < 1\.0",
+    ),
+}
+
+
+def _sources() -> dict[str, str]:
+    return {
+        path.relative_to(SRC).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(SRC.rglob("*.py"))
+    }
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_each_rule_is_decided_and_worded_in_one_module(rule):
+    fragment, node_test, pattern = RULES[rule]
+    worded, decided = set(), set()
+    for name, source in _sources().items():
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if fragment in node.value:
+                    worded.add(name)
+            if node_test is not None and node_test(node):
+                decided.add(name)
+        if pattern is not None and re.search(pattern, source):
+            decided.add(name)
+    assert worded == {"_checks.py"}, f"{rule}: message worded in {sorted(worded)}"
+    assert decided == {"_checks.py"}, f"{rule}: condition tested in {sorted(decided)}"
+
+
+def _page_message(ex) -> str:
+    """The problem the explorer shows in its page, as the reader reads it."""
+    text = ex.message.value
+    assert "Traceback" not in text and ex.image.layout.display == "none"
+    return html.unescape(re.search(r"</b> (.*)</div>$", text, re.DOTALL).group(1))
+
+
+def _explorer_with(**forced) -> str:
+    """The explorer's page after controls are forced from code to a setting they never
+    offer (the settings boundary: the page shows the problem, never a traceback)."""
+    from attention_lab.viz.explorer.widgets import AttentionExplorer
+
+    ex = AttentionExplorer(n_heads=4, d_model=32, diagram=False)
+    for name, options in forced.items():
+        getattr(ex, name).options = options
+    return _page_message(ex)
+
+
+def _llama_block(**sizes):
+    from attention_lab.published import PUBLISHED_MODELS
+    from attention_lab.viz.diagrams import llama_block
+
+    llama = next(m for m in PUBLISHED_MODELS if m.name == "Llama 3.1 8B")
+    return llama_block(dataclasses.replace(llama, **sizes))
+
+
+def _head_split(*sizes):
+    from attention_lab.viz.diagrams import head_split
+
+    return head_split(*sizes)
+
+
+def _dropout_row(p):
+    from attention_lab.viz.diagrams import dropout_row
+
+    return dropout_row([0.5, 0.5], p)
+
+
+# rule -> boundary -> (how it is given the bad value, the exact message it raises)
+BOUNDARIES = {
+    "n_heads divides d_model": {
+        "TinyLMConfig": lambda: TinyLMConfig(d_model=30, n_heads=4),
+        "DecoderConfig": lambda: DecoderConfig(10, d_model=30, n_heads=4),
+        "CharLMConfig": lambda: CharLMConfig(vocab_size=62, d_model=30, n_heads=4),
+        "TinyLM": lambda: TinyLM(d_model=30, n_heads=4),
+        "MultiHeadSelfAttention": lambda: MultiHeadSelfAttention(30, 4, 8),
+        "MultiHeadAttention": lambda: MultiHeadAttention(30, 4, 8),
+        "LatentAttention": lambda: LatentAttention(30, 4, 8, d_latent=8),
+        "head_split": lambda: _head_split(6, 30, 4),
+        "explorer page": lambda: _explorer_with(d_model=(30,)),
+    },
+    "n_kv_heads divides n_heads": {
+        "TinyLMConfig": lambda: TinyLMConfig(n_heads=4, n_kv_heads=3),
+        "DecoderConfig": lambda: DecoderConfig(10, n_heads=4, n_kv_heads=3),
+        "CharLMConfig": lambda: CharLMConfig(vocab_size=62, n_heads=4, n_kv_heads=3),
+        "MultiHeadSelfAttention": lambda: MultiHeadSelfAttention(32, 4, 8, n_kv_heads=3),
+        "explorer page": lambda: _explorer_with(n_kv_heads=[("3", 3)]),
+        "llama_block": lambda: _llama_block(n_heads=4, n_kv_heads=3),
+    },
+    "sizes are whole numbers >= 1": {
+        "TinyLMConfig": lambda: TinyLMConfig(n_heads=0),
+        "DecoderConfig": lambda: DecoderConfig(10, n_heads=0),
+        "CharLMConfig": lambda: CharLMConfig(vocab_size=62, n_heads=0),
+        "MultiHeadSelfAttention": lambda: MultiHeadSelfAttention(32, 0, 8),
+        "MultiHeadAttention": lambda: MultiHeadAttention(32, 0, 8),
+    },
+    "dropout lies in [0, 1)": {
+        "DecoderConfig": lambda: DecoderConfig(10, dropout=1.0),
+        "CharLMConfig": lambda: CharLMConfig(vocab_size=62, dropout=1.0),
+        "MultiHeadSelfAttention": lambda: MultiHeadSelfAttention(32, 4, 8, dropout=1.0),
+        "attention": lambda: attention(*[torch.randn(1, 4, 8)] * 3, dropout_p=1.0),
+    },
+}
+EXPECTED = {
+    "n_heads divides d_model": HEADS_MESSAGE,
+    "n_kv_heads divides n_heads": KV_MESSAGE,
+    "sizes are whole numbers >= 1": POSITIVE_MESSAGE,
+    "dropout lies in [0, 1)": DROPOUT_MESSAGE,
+}
+CASES = [(rule, where) for rule, boundaries in BOUNDARIES.items() for where in boundaries]
+
+
+@pytest.mark.parametrize(("rule", "where"), CASES, ids=[f"{r}-{w}" for r, w in CASES])
+def test_every_boundary_gives_the_one_message_of_its_rule(rule, where):
+    expected = EXPECTED[rule]
+    if where == "llama_block":  # the model's name, then the library's message
+        expected = f"Llama 3.1 8B: {expected}"
+    if where == "explorer page":  # shown in the page, never raised
+        assert BOUNDARIES[rule][where]() == expected
+        return
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        BOUNDARIES[rule][where]()
+
+
+def test_callers_that_word_a_rule_for_their_argument_still_leave_the_decision_to_checks():
+    """n_layers (config) and dropout_row's p word the rule for their argument; whether a
+    value passes is check_positive's and check_dropout's, so they take the same values."""
+    for bad in (0, -1, 2.0, True, "2"):
+        with pytest.raises(ValueError, match=r"^n_layers=.* must be a whole number >= 1: how"):
+            CharLMConfig(vocab_size=62, n_layers=bad)
+    assert CharLMConfig(vocab_size=62, n_layers=np.int64(3)).n_layers == 3
+    with pytest.raises(
+        ValueError, match=re.escape("p=1.0 must be in [0, 1): the probability of dropping a weight")
+    ):
+        _dropout_row(1.0)
+    _dropout_row(0)  # an int in [0, 1) passes, as with check_dropout
+
+
+def _ids(*shape, dtype=torch.int64):
+    return torch.zeros(shape, dtype=dtype)
+
+
+# every message of _checks.py, word for word: (call, exception type, the exact message)
+CHECKS_MESSAGES = [
+    (lambda: check_heads(30, 4), ValueError, HEADS_MESSAGE),
+    (
+        lambda: check_heads(3, 4),
+        ValueError,
+        "d_model=3 is not divisible by n_heads=4; pick d_model as a multiple of n_heads "
+        "(for example d_model=4)",
+    ),
+    (lambda: check_kv_heads(4, 3), ValueError, KV_MESSAGE),
+    (
+        lambda: check_rope_base(1),
+        ValueError,
+        "rope_base=1 must be a number > 1: the slowest pair turns by position / rope_base; "
+        "Llama 2 uses 10000.0, Llama 3 500000.0",
+    ),
+    (lambda: check_positive("n_heads", 0), ValueError, POSITIVE_MESSAGE),
+    (
+        lambda: check_positive("d_model", -1),
+        ValueError,
+        "d_model=-1 must be a whole number >= 1; pass a positive int, e.g. d_model=32",
+    ),
+    (
+        lambda: check_positive("window", 2.0),
+        ValueError,
+        "window=2.0 must be a whole number >= 1; pass window=2",
+    ),
+    (lambda: check_dropout(1.0), ValueError, DROPOUT_MESSAGE),
+    (
+        lambda: check_float_tensor([1.0]),
+        TypeError,
+        "x must be a torch.Tensor, got list; convert it with torch.as_tensor(x, "
+        "dtype=torch.float32)",
+    ),
+    (
+        lambda: check_float_tensor(_ids(2), "q"),
+        TypeError,
+        "q has dtype torch.int64, but attention needs floating-point vectors; token ids go "
+        "through an nn.Embedding first (or call .float() on real-valued data)",
+    ),
+    (
+        lambda: check_input(torch.zeros(6, 8), 8),
+        ValueError,
+        "x has shape (6, 8) (rank 2), but attention modules take (B, T, D) = (batch, time, "
+        "features); add a batch dimension with x.unsqueeze(0)",
+    ),
+    (
+        lambda: check_input(torch.zeros(1, 2, 6, 8), 8),
+        ValueError,
+        "x has shape (1, 2, 6, 8) (rank 4), but attention modules take (B, T, D) = (batch, "
+        "time, features); reshape it to rank 3",
+    ),
+    (
+        lambda: check_input(torch.zeros(1, 5, 7), 8),
+        ValueError,
+        "x has 7 features in its last dimension, but this module was built for 8; project "
+        "the input to 8 features or build the module with that size",
+    ),
+    (
+        lambda: check_input(torch.zeros(1, 9, 8), 8, 8),
+        ValueError,
+        "x has T=9 positions, more than context_length=8; build the module with "
+        "context_length>=9 or feed a shorter sequence",
+    ),
+    (
+        lambda: check_mask("m", 4, 4),
+        TypeError,
+        "mask must be a torch.Tensor of dtype bool, got str",
+    ),
+    (
+        lambda: check_mask(torch.zeros(4, 4), 4, 4),
+        TypeError,
+        "mask has dtype torch.float32; it must be torch.bool with True = blocked (build one "
+        "with attention_lab.causal_mask, or convert with mask.bool())",
+    ),
+    (
+        lambda: check_mask(causal_mask(5), 4, 4),
+        ValueError,
+        "mask has shape (5, 5), but the scores are (..., 4, 4); slice it with mask[:4, :4] "
+        "or build it for this length",
+    ),
+    (
+        lambda: check_qkv(torch.zeros(1, 4, 8), torch.zeros(1, 4, 6), torch.zeros(1, 4, 8)),
+        ValueError,
+        "q has d_k=8 but k has d_k=6; queries and keys must have the same last dimension to "
+        "take their dot product",
+    ),
+    (
+        lambda: check_qkv(torch.zeros(1, 4, 8), torch.zeros(1, 4, 8), torch.zeros(1, 5, 8)),
+        ValueError,
+        "k has 4 positions but v has 5; each key needs one value",
+    ),
+    (
+        lambda: check_scores_mask(torch.zeros(3, 4, 4, dtype=torch.bool), torch.Size([2, 4, 4])),
+        ValueError,
+        "mask has shape (3, 4, 4), which does not broadcast to the scores (2, 4, 4); pass a "
+        "(4, 4) mask, or give it leading dimensions of size 1 or equal to (2,)",
+    ),
+    (
+        lambda: check_token_ids([[1]], 10, 8),
+        TypeError,
+        "TinyLM takes token ids as an int64 tensor (B, T), got list; make one with "
+        "torch.tensor(ids)",
+    ),
+    (
+        lambda: check_token_ids(_ids(1, 3, dtype=torch.float32), 10, 8, "CharLM"),
+        TypeError,
+        "CharLM takes token ids as an int64 tensor (B, T), got torch.float32; convert "
+        "whole-number ids with idx.long() (CharLM embeds the ids itself)",
+    ),
+    (
+        lambda: check_token_ids(_ids(3), 10, 8),
+        ValueError,
+        "idx has shape (3,) (rank 1), but TinyLM takes (B, T) token ids; add a batch "
+        "dimension with idx.unsqueeze(0)",
+    ),
+    (
+        lambda: check_token_ids(_ids(1, 1, 3), 10, 8),
+        ValueError,
+        "idx has shape (1, 1, 3) (rank 3), but TinyLM takes (B, T) token ids; reshape it",
+    ),
+    (
+        lambda: check_token_ids(_ids(1, 9), 10, 8, "CharLM"),
+        ValueError,
+        "idx has T=9 positions, more than context_length=8; feed the last ones, "
+        "idx[:, -8:], or build CharLM with context_length>=9",
+    ),
+    (
+        lambda: check_token_ids(torch.tensor([[-1, 2]]), 10, 8),
+        ValueError,
+        "token ids must lie in [0, 10) for vocab_size=10; got values from -1 to 2; ids are "
+        "row numbers of the embedding table and cannot be negative",
+    ),
+    (
+        lambda: check_token_ids(torch.tensor([[1, 12]]), 10, 8),
+        ValueError,
+        "token ids must lie in [0, 10) for vocab_size=10; got values from 1 to 12; encode "
+        "with the vocabulary TinyLM was built for, or build TinyLM with vocab_size>=13",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "exc", "expected"), CHECKS_MESSAGES)
+def test_every_message_of_checks_word_for_word(call, exc, expected):
+    assert message(exc, call) == expected
+
+
+def _checks_templates() -> list[str]:
+    """Every message _checks.py words: the literal passed to ``error_text``."""
+    tree = ast.parse((SRC / "_checks.py").read_text(encoding="utf-8"))
+    return [
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "error_text"
+        and isinstance(node.args[0], ast.Constant)
+    ]
+
+
+def test_every_message_of_checks_is_pinned_above():
+    """No message of _checks.py can change unread: each template, its {fields} filled with
+    anything, matches one of the exact messages of CHECKS_MESSAGES."""
+    templates = _checks_templates()
+    assert len(templates) == 26
+    pinned = [expected for _, _, expected in CHECKS_MESSAGES]
+    for template in templates:
+        pattern = re.sub(r"\\\{\w+\\\}", ".+", re.escape(template))
+        assert any(re.fullmatch(pattern, text) for text in pinned), template

@@ -30,10 +30,23 @@ def as_size(value) -> int | None:
         return None
 
 
+def heads_divide(d_model: int, n_heads: int) -> bool:
+    """Whether n_heads heads split d_model evenly: the rule ``check_heads`` enforces, and the
+    one test of it (the explorer offers only the widths that pass it)."""
+    return d_model % n_heads == 0
+
+
+def kv_heads_divide(n_heads: int, n_kv_heads: int) -> bool:
+    """Whether n_kv_heads key/value heads serve equal groups of the n_heads query heads: the
+    rule ``check_kv_heads`` enforces, and the one test of it (the explorer offers only the
+    counts that pass it)."""
+    return n_heads % n_kv_heads == 0
+
+
 def check_heads(d_model: int, n_heads: int) -> int:
     """Return d_head = d_model // n_heads, or raise a ValueError that says how to fix it."""
     n_heads, d_model = check_positive("n_heads", n_heads), check_positive("d_model", d_model)
-    if d_model % n_heads != 0:
+    if not heads_divide(d_model, n_heads):
         lower = (d_model // n_heads) * n_heads
         if lower:
             message = error_text(
@@ -58,8 +71,8 @@ def check_kv_heads(n_heads: int, n_kv_heads: int | None) -> int:
     if n_kv_heads is None:
         return n_heads
     n_kv = check_positive("n_kv_heads", n_kv_heads)
-    if n_heads % n_kv:
-        divisors = ", ".join(str(d) for d in range(1, n_heads + 1) if n_heads % d == 0)
+    if not kv_heads_divide(n_heads, n_kv):
+        divisors = ", ".join(str(d) for d in range(1, n_heads + 1) if kv_heads_divide(n_heads, d))
         raise ValueError(
             error_text(
                 "n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}; each key/value "

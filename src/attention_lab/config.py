@@ -19,7 +19,6 @@ import dataclasses
 from dataclasses import KW_ONLY, dataclass
 
 from ._checks import (
-    as_size,
     check_dropout,
     check_heads,
     check_kv_heads,
@@ -289,13 +288,14 @@ def _check_positions(positions) -> str:
 
 
 def _check_n_layers(n_layers) -> int:
-    size = as_size(n_layers)
-    if size is None or size < 1:
+    """n_layers as an int, if ``check_positive`` takes it; its message, worded for layers."""
+    try:
+        return check_positive("n_layers", n_layers)
+    except ValueError:
         raise ValueError(
             error_text(
                 "n_layers={n_layers} must be a whole number >= 1: how many attention layers "
                 "are stacked; use n_layers=1 (the chapter's model) or n_layers=2 (enough for "
                 "an induction head)"
             ).format(n_layers=repr(n_layers))
-        )
-    return size
+        ) from None

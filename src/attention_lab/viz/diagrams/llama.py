@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from matplotlib.patches import Circle, FancyBboxPatch, Rectangle
 
+from ..._checks import check_kv_heads
 from ...i18n import N_, _, error_text
 from ...kv_cache import cache_bytes
 from ..canvas import LabFigure
@@ -50,13 +51,11 @@ def _check_model(model) -> None:
                 "v_proj to draw; pick a model with grouped-query attention, e.g. Llama 3.1 8B"
             ).format(name=model.name)
         )
-    if model.n_kv_heads < 1 or model.n_heads % model.n_kv_heads:
-        raise ValueError(
-            error_text(
-                "{name}: n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}; each "
-                "key/value head must serve the same number of query heads"
-            ).format(name=model.name, n_heads=model.n_heads, n_kv_heads=model.n_kv_heads)
-        )
+    try:
+        check_kv_heads(model.n_heads, model.n_kv_heads)  # the library's rule and message
+    except ValueError as error:  # each line (English, and its translation) names the model
+        lines = str(error).split("\n")
+        raise ValueError("\n".join(f"{model.name}: {line}" for line in lines)) from None
 
 
 def llama_block(model) -> LabFigure:

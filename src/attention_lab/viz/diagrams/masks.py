@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Rectangle
 
+from ..._checks import check_dropout
 from ...i18n import _, error_text
 from ..canvas import BLOCKED_HATCH, LabFigure, blocked_stripes, cell_image
 from ..palette import (
@@ -198,12 +199,14 @@ def dropout_row(weights_row, p: float, seed: int = 0) -> LabFigure:
     w = _weights(weights_row, "weights_row", 1)
     T = len(w)
     _size("T", T, 1, 16, example=6)
-    if not isinstance(p, (int, float)) or not 0.0 <= float(p) < 1.0:
+    try:
+        check_dropout(p)  # the library's rule; its message, worded for this diagram's p
+    except ValueError:
         raise ValueError(
             error_text("p={p} must be in [0, 1): the probability of dropping a weight").format(
                 p=repr(p)
             )
-        )
+        ) from None
     rng = np.random.default_rng(seed)
     keep = rng.random(T) >= p
     scale = 1.0 / (1.0 - p)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..._checks import check_kv_heads
+from ..._checks import check_kv_heads, heads_divide, kv_heads_divide
 from ...config import FIELDS, TinyLMConfig
 from ...device import cpu_threads
 from ...i18n import N_, error_text, gettext, part, two_lines
@@ -146,14 +146,16 @@ def check_layer(layer, n: int) -> int:
 
 
 def d_model_choices(n_heads: int) -> tuple[int, ...]:
-    """The widths the explorer offers for ``n_heads``: only those divisible by it."""
-    return tuple(d for d in D_MODEL_CHOICES if d % n_heads == 0)
+    """The widths the explorer offers for ``n_heads``: only those divisible by it (the
+    library's rule, ``heads_divide``)."""
+    return tuple(d for d in D_MODEL_CHOICES if heads_divide(d, n_heads))
 
 
 def kv_head_choices(n_heads: int) -> tuple[int, ...]:
     """The key/value head counts offered with ``n_heads``: H, H/2, ..., 1, the divisors of H
-    (with H = 1, 2, 4 or 8 every halving divides it), so no choice can fail."""
-    return tuple(k for k in range(n_heads, 0, -1) if n_heads % k == 0)
+    (with H = 1, 2, 4 or 8 every halving divides it; the library's rule, ``kv_heads_divide``),
+    so no choice can fail."""
+    return tuple(k for k in range(n_heads, 0, -1) if kv_heads_divide(n_heads, k))
 
 
 def kv_head_of(head: int, n_heads: int, n_kv_heads: int) -> int:

@@ -33,7 +33,6 @@ import contextlib
 import ipywidgets as widgets
 import numpy as np
 
-from ..._checks import check_heads
 from ...i18n import error_text
 from ...tiny_lm import TinyLM
 from ...training import TrainHistory
@@ -290,7 +289,6 @@ class AttentionExplorer(widgets.VBox):
 
     def _redraw(self) -> None:
         s = self.setting()
-        d_head = check_heads(s["d_model"], s["n_heads"])
         ids = parse_sequence(s["sequence"], task=s["task"])
         window = s["window"] if s["mask"] == "sliding" else None
         if s["trained"]:
@@ -300,6 +298,7 @@ class AttentionExplorer(widgets.VBox):
         )
         # (panels, T, T), (T, T): the heads of the layer on show
         heads, w, blocked = head_weights(model, ids, s["head"], s["layer"])
+        d_head = model.config.d_head  # the sizes were checked once, by the model's config
         tokens = position_labels(s["task"], ids)  # "3:c=4": position and token
         titles = panel_titles(s, heads, d_head)
         groups = None  # plain multi-head: no kv groups to frame
