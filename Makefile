@@ -139,8 +139,8 @@ slides: $(LAB_STAMP)
 	    --LabApp.app_settings_dir=$(CURDIR)/teaching/jupyterlab-settings $(ROOT_ARGS) $(LAB_ARGS)
 
 slides-html: $(TEST_STAMP)
-	$(BIN)/python tools/slides.py html
-	$(BIN)/python tools/summary_sheet.py --out build/teaching --pdf
+	$(BIN)/python -m tools.slides html
+	$(BIN)/python -m tools.summary_sheet --out build/teaching --pdf
 
 # Unit tests and nbval run on every core (pytest-xdist; a notebook stays on one worker);
 # the tests marked browser (real browser, real servers) run afterwards on their own, so the
@@ -158,10 +158,10 @@ test: $(TEST_STAMP)
 # Three workers: the grading tests, both red-team rounds on one shared hub (tests/conftest.py
 # keeps those files together) and the class tests on a hub of their own; the longest, the
 # red team's, sets the time (about 170 s on a quiet 2-core machine, where two workers took
-# about 175 s). -rP prints what each test measured. Only tests/test_hub*.py are
+# about 175 s). -rP prints what each test measured. Only tests/hub/test_hub*.py are
 # collected (conftest.py stops any collection that finds the hub marker elsewhere).
 test-hub: $(TEST_STAMP)
-	$(BIN)/python -m pytest -m hub -n 3 --dist loadfile -rP tests/test_hub*.py
+	$(BIN)/python -m pytest -m hub -n 3 --dist loadfile -rP tests/hub/test_hub*.py
 
 test-colab: $(TEST_STAMP)
 	PYTHON=$(PYTHON) bash tools/colab_widgets_check.sh
@@ -215,7 +215,7 @@ explore: $(LAB_STAMP)
 	    --Voila.ip=127.0.0.1 --template=attention-lab
 
 exercises: $(TEST_STAMP)
-	$(BIN)/python tools/make_exercises.py
+	$(BIN)/python -m tools.make_exercises
 
 # The exercises as an nbgrader assignment (teaching/grading.md): the source version made from
 # the solutions notebook, then nbgrader's release version, in $(COURSE) (run nbgrader from
@@ -226,7 +226,7 @@ ASSIGNMENT_NAME = $(if $(filter zh-CN,$(LANG_EDITION)),attention_lab_zh,attentio
 # The course folder is private (mode 0700, files 0600): it holds the solutions, the gradebook and
 # every submission.
 assignment: $(TEST_STAMP)
-	$(BIN)/python tools/make_assignment.py --course $(COURSE) --edition $(or $(LANG_EDITION),en)
+	$(BIN)/python -m tools.make_assignment --course $(COURSE) --edition $(or $(LANG_EDITION),en)
 	cd $(COURSE) && umask 077 && PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment $(ASSIGNMENT_NAME) --force
 
 # Grade the class (teaching/grading.md; root): each student's ~/assignments/<assignment>/ on the
@@ -242,16 +242,16 @@ grade: $(TEST_STAMP) hub-env
 	HUB_VENV=$(HUB_VENV) $(BIN)/python hub/grading/grade.py --course $(COURSE) --venv $(HUB_VENV) $(GRADE_ARGS) $(ASSIGNMENT_NAME)
 
 badges: $(TEST_STAMP)
-	$(BIN)/python tools/badges.py
+	$(BIN)/python -m tools.badges
 
 notebooks: $(TEST_STAMP)
-	$(BIN)/python tools/run_notebooks.py
+	$(BIN)/python -m tools.run_notebooks
 
 translations: $(TEST_STAMP)
-	$(BIN)/python tools/translations.py update
-	$(BIN)/python tools/translations.py build --run
-	$(BIN)/python tools/translations.py check
-	$(BIN)/python tools/translations.py glossary-check
+	$(BIN)/python -m tools.translations update
+	$(BIN)/python -m tools.translations build --run
+	$(BIN)/python -m tools.translations check
+	$(BIN)/python -m tools.translations glossary-check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis src/*.egg-info

@@ -1,4 +1,5 @@
-"""What the real-browser tests share (tests/test_browser.py, tests/test_slides_browser.py).
+"""What the real-browser tests share (tests/course/test_browser.py,
+tests/course/test_slides_browser.py).
 
 * ``require_browser(*modules)``: skip with the reason when Debian's Chromium, Playwright or
   one of ``modules`` is missing -- or fail, when the environment sets
@@ -185,7 +186,7 @@ def jupyterlab(tmp_path_factory):
 
 WEB_FONT_FAMILY = "Attention Lab Sans SC"  # the package's subset, served as a web font
 # The characters the glyph check looks at: Han, CJK punctuation, full-width forms (the
-# ranges a Latin font lacks; the subset's own ranges are tools/i18n/font.py's).
+# ranges a Latin font lacks; the subset's own ranges are tools/catalogues/font.py's).
 _CJK_CLASS = r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]"
 _PROBE_JS = """([cls, shownOnly]) => {
   // Every CJK character in the page's visible text (shownOnly; else in all of it: a deck's

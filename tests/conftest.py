@@ -9,7 +9,8 @@
 * ``zh``: a fixture that switches the library to Chinese for one test (English otherwise).
 * ``raises`` and ``message``: the error-message checks every test file uses.
 * The browser tests' session fixtures, ``chromium`` and ``jupyterlab`` (tests/browser_helpers.py):
-  one Chromium and one JupyterLab for tests/test_browser.py and tests/test_slides_browser.py.
+  one Chromium and one JupyterLab for tests/course/test_browser.py and
+  tests/course/test_slides_browser.py.
 * The hub tests' session fixtures, ``hub_venv``, ``classroom``, ``shared_hub`` and ``red``
   (tests/hub_helpers.py): the hub's venv built once, the checkout private while they run, one
   hub for every test that needs one (alice and bob on it for both red-team rounds). Under
@@ -22,8 +23,9 @@ import re
 from typing import TYPE_CHECKING
 
 import pytest
-from browser_helpers import chromium, jupyterlab  # noqa: F401  (session fixtures)
-from hub_helpers import (  # noqa: F401  (session fixtures of the hub tests)
+
+from tests.browser_helpers import chromium, jupyterlab  # noqa: F401  (session fixtures)
+from tests.hub_helpers import (  # noqa: F401  (session fixtures of the hub tests)
     SHARED_HUB_FILES,
     classroom,
     hub_venv,
@@ -52,7 +54,7 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects anything
 def pytest_collection_modifyitems(config, items):
-    """`make test-hub` collects only tests/test_hub*.py: collecting every test file (about
+    """`make test-hub` collects only tests/hub/test_hub*.py: collecting every test file (about
     2,200 tests, torch and the notebooks' helpers imported) for its 35 costs each worker 10 s
     of CPU, and minutes of wall time on a busy machine. A test with the hub marker in any
     other file would then never run: every collection (make test's too) stops on one."""
@@ -63,7 +65,7 @@ def pytest_collection_modifyitems(config, items):
     ]
     if stray:
         raise pytest.UsageError(
-            f"{', '.join(stray)}: the hub marker outside tests/test_hub*.py, the files make "
+            f"{', '.join(stray)}: the hub marker outside tests/hub/test_hub*.py, the files make "
             "test-hub runs; move the test into one of them"
         )
 

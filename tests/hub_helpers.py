@@ -1,5 +1,6 @@
-"""What the classroom hub's tests share (tests/test_hub.py, tests/test_hub_grading.py,
-tests/test_hub_redteam.py, tests/test_hub_redteam2.py, tests/test_hub_redteam2_alone.py): the
+"""What the classroom hub's tests share (tests/hub/test_hub.py, tests/hub/test_hub_grading.py,
+tests/hub/test_hub_redteam.py, tests/hub/test_hub_redteam2.py,
+tests/hub/test_hub_redteam2_alone.py): the
 session fixtures ``hub_venv`` (tools/hub_env.sh, run once a session), ``classroom``
 (hub/classroom/classroom.py, with the checkout private while the hub tests run),
 ``shared_hub`` (one hub a session, in each pytest-xdist worker that needs one, for every
@@ -34,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 # The test files that share one ``shared_hub`` with alice and bob on it (``red``): under
 # pytest-xdist (make test-hub runs with -n 3 --dist loadfile) they are one unit of work, for
 # one worker, so one hub serves both red-team rounds in their order, while the grading tests
-# run in a second worker and tests/test_hub.py, on a hub of its own, in a third
+# run in a second worker and tests/hub/test_hub.py, on a hub of its own, in a third
 # (tests/conftest.py, pytest_xdist_make_scheduler).
 SHARED_HUB_FILES = ("test_hub_redteam.py", "test_hub_redteam2.py")
 REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATTENTION_LAB_REQUIRE_HUB") == "1"
@@ -208,7 +209,7 @@ RED_ENV = {
 @pytest.fixture(scope="session")
 def shared_hub(classroom):
     """One hub, started once a session (so once in each pytest-xdist worker that needs it),
-    for every test that needs a running hub (tests/test_hub.py, both red-team rounds), with
+    for every test that needs a running hub (tests/hub/test_hub.py, both red-team rounds), with
     the limits of ``RED_ENV``; the teacher logged in. Each test
     makes students of its own on it (``add_students``). Stopping it at the end of the
     session is checked as a class's end: see ``class_hub``."""
@@ -218,8 +219,8 @@ def shared_hub(classroom):
 
 @pytest.fixture(scope="session")
 def red(shared_hub):
-    """The shared hub for every attack of both red-team rounds (tests/test_hub_redteam.py,
-    then tests/test_hub_redteam2.py), with alice and bob created by the teacher's script,
+    """The shared hub for every attack of both red-team rounds (tests/hub/test_hub_redteam.py,
+    then tests/hub/test_hub_redteam2.py), with alice and bob created by the teacher's script,
     with tokens and running servers."""
     add_students(shared_hub, ["alice", "bob"])
     return shared_hub

@@ -10,8 +10,6 @@ from __future__ import annotations
 import ast
 import copy
 import re
-import sys
-from pathlib import Path
 
 import nbformat
 
@@ -21,8 +19,7 @@ DROPPED_TAGS = {"colab-badge", "colab-setup"}
 CHECKERS_MODULE = "attention_lab.exercises"
 NBGRADER_BEGIN = "BEGIN SOLUTION"  # nbgrader's ClearSolutions.begin_solution_delimeter
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_exercises import SOLUTION_TAG, lesson_of, stub_markdown  # noqa: E402
+from tools.make_exercises import SOLUTION_TAG, lesson_of, stub_markdown  # noqa: E402
 
 GRADING_NOTE = """\
 **How this assignment is graded.** nbgrader runs the notebook top to bottom. The check cell

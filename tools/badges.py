@@ -1,7 +1,7 @@
 """Write every notebook's Colab badge and Colab install cell from one place.
 
 The repository's public address lives only in pyproject.toml ([project.urls] Repository).
-Change it there, run `make badges`, commit. tests/test_notebook_frame.py fails while any
+Change it there, run `make badges`, commit. tests/course/test_notebook_frame.py fails while any
 notebook still carries an old badge or install line.
 
 A notebook marks the two cells with the tags "colab-badge" (markdown) and "colab-setup" (code).
@@ -13,8 +13,9 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_io import read_notebook, write_notebook  # noqa: E402
+if not __package__:  # run as a file, not as the module tools.badges
+    raise SystemExit("run it from the repository root as a module: python -m tools.badges")
+from tools.notebook_io import read_notebook, write_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

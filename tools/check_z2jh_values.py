@@ -1,6 +1,6 @@
 """Validate hub/z2jh/values.yaml against the Zero to JupyterHub chart's values schema.
 
-    python tools/check_z2jh_values.py CHART_DIR
+    python -m tools.check_z2jh_values CHART_DIR
 
 CHART_DIR is the chart's ``jupyterhub/`` folder, from a checkout of
 zero-to-jupyterhub-k8s at the chart's tag (4.4.0) or from ``helm pull --untar

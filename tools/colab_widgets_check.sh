@@ -65,8 +65,8 @@ print(f"colab check: ipywidgets {ipywidgets.__version__}, widgetsnbextension "
       f"{widgetsnbextension.__version__}, matplotlib {matplotlib.__version__}, "
       f"numpy {numpy.__version__}, torch {torch.__version__}")
 EOF
-"$BIN/python" -m pytest -q -p no:cacheprovider -n auto tests/test_widgets.py tests/test_plotting.py \
-    tests/test_diagrams.py tests/test_explorer_zh.py tests/test_figures_zh.py
+"$BIN/python" -m pytest -q -p no:cacheprovider -n auto tests/library/test_widgets.py tests/library/test_plotting.py \
+    tests/library/test_diagrams.py tests/library/test_explorer_zh.py tests/library/test_figures_zh.py
 "$BIN/python" -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
     --nbval-sanitize-with tests/sanitize.cfg notebooks/explorer.ipynb
 echo "colab check: passed in $(($(date +%s) - start)) s"

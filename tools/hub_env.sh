@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the classroom hub's own environment (`make hub-env`; `make hub` and tests/test_hub.py
+# Build the classroom hub's own environment (`make hub-env`; `make hub` and tests/hub/test_hub.py
 # call it too):
 #   $HUB_VENV  a virtualenv that every student's system user can execute: JupyterHub,
 #              NativeAuthenticator, JupyterLab and this package (not editable), pinned by

@@ -1,8 +1,8 @@
 """Turn the exercises into an nbgrader assignment (`make assignment`).
 
-    python tools/make_assignment.py                      # build/course/source/attention_lab/
-    python tools/make_assignment.py --course DIR --points 2
-    python tools/make_assignment.py --edition zh-CN      # build/course/source/attention_lab_zh/
+    python -m tools.make_assignment                      # build/course/source/attention_lab/
+    python -m tools.make_assignment --course DIR --points 2
+    python -m tools.make_assignment --edition zh-CN      # build/course/source/attention_lab_zh/
     cd build/course && nbgrader generate_assignment attention_lab --force   # the release
 
 From notebooks/exercises_solutions.ipynb this writes an nbgrader *source* assignment,
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 import nbformat
@@ -59,9 +58,10 @@ EDITION_DEFAULTS = {
 }
 NOTEBOOK = "exercises.ipynb"
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from assignment_cells import EDITIONS, AssignmentError, graded, source_notebook  # noqa: E402
-from notebook_io import write_notebook  # noqa: E402
+if not __package__:  # run as a file, not as the module tools.make_assignment
+    raise SystemExit("run it from the repository root as a module: python -m tools.make_assignment")
+from tools.assignment_cells import EDITIONS, AssignmentError, graded, source_notebook  # noqa: E402
+from tools.notebook_io import write_notebook  # noqa: E402
 
 CONFIG = """\
 # Written by tools/make_assignment.py (`make assignment`); run nbgrader from this directory.

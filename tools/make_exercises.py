@@ -1,14 +1,14 @@
 """Write every learner version of the exercises from the solutions notebook (`make exercises`).
 
-    python tools/make_exercises.py            # write the learner versions and run them
-    python tools/make_exercises.py --no-run   # write the sources only (outputs are cleared)
-    python tools/make_exercises.py --check    # exit 1 if any learner version is out of date
-    python tools/make_exercises.py --learner-only   # write (and run) exercises.ipynb only,
+    python -m tools.make_exercises            # write the learner versions and run them
+    python -m tools.make_exercises --no-run   # write the sources only (outputs are cleared)
+    python -m tools.make_exercises --check    # exit 1 if any learner version is out of date
+    python -m tools.make_exercises --learner-only   # write (and run) exercises.ipynb only,
                                                     # leaving the lesson notebooks alone
-    python tools/make_exercises.py --lessons 10 12  # write (and run) the blocks of lessons 10
+    python -m tools.make_exercises --lessons 10 12  # write (and run) the blocks of lessons 10
                                                     # and 12 only, leaving exercises.ipynb and
                                                     # the other lessons alone
-    python tools/make_exercises.py --learner-only --lessons 09 11   # exercises.ipynb and the
+    python -m tools.make_exercises --learner-only --lessons 09 11   # exercises.ipynb and the
                                                     # blocks of 09 and 11
 
 One source, many learner versions. notebooks/exercises_solutions.ipynb is grouped by lesson:
@@ -66,8 +66,9 @@ MARKDOWN_BLOCK = re.compile(
 )
 MARKDOWN_INLINE = re.compile(r"<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->", re.DOTALL)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from badges import badge_source  # noqa: E402
+if not __package__:  # run as a file, not as the module tools.make_exercises
+    raise SystemExit("run it from the repository root as a module: python -m tools.make_exercises")
+from tools.badges import badge_source  # noqa: E402
 
 
 class MarkerError(ValueError):
@@ -272,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("the learner exercises are up to date")
         return 0
-    from notebook_io import write_notebook
-    from run_notebooks import run
+    from tools.notebook_io import write_notebook
+    from tools.run_notebooks import run
 
     written = []
     if learner:

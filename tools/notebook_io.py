@@ -1,6 +1,6 @@
 """Reading and writing notebooks: the one writer every tool in tools/ uses.
 
-    from notebook_io import read_notebook, dumps_notebook, write_notebook
+    from tools.notebook_io import read_notebook, dumps_notebook, write_notebook
 
 ``write_notebook(nb, path)`` stores a notebook the way the repository keeps them: without
 nbclient's per-cell execution timestamps (``metadata.execution``), with neighbouring prints of

@@ -1,7 +1,7 @@
 """Re-run notebooks top to bottom in a fresh kernel and save them with their outputs.
 
-    python tools/run_notebooks.py                 # every notebook in notebooks/
-    python tools/run_notebooks.py notebooks/04*.ipynb
+    python -m tools.run_notebooks                 # every notebook in notebooks/
+    python -m tools.run_notebooks notebooks/04*.ipynb
 
 Execution counts come out 1, 2, 3, ... as strict nbval expects. Per-cell execution
 timestamps (``metadata.execution``) are dropped before saving, so re-running an unchanged
@@ -18,12 +18,14 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_io import write_notebook  # noqa: E402
+if not __package__:  # run as a file, not as the module tools.run_notebooks
+    raise SystemExit("run it from the repository root as a module: python -m tools.run_notebooks")
+from tools.notebook_io import write_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # The CPU code paths the Makefile pins for every notebook run and test (its comment says why);
-# run directly, this script pins the same, and tests/test_run_notebooks.py keeps the two equal.
+# run directly, this script pins the same, and tests/build/test_run_notebooks.py keeps the two
+# equal.
 NUMERICS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"}
 for _name, _value in NUMERICS.items():
     os.environ.setdefault(_name, _value)

@@ -9,7 +9,7 @@ renames one fails the build instead of leaving English behind). A Chinese deck a
 index page also draw on any machine, one without a CJK font too: the package's font subset
 (src/attention_lab/fonts) is copied into the folder's fonts/ with its licence and served as a
 web font by a relative URL (the decks work opened from disk), last in every font stack of
-the page (tools/i18n/font.py), so a reader's own CJK font still wins.
+the page (tools/catalogues/font.py), so a reader's own CJK font still wins.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import shutil
 from pathlib import Path
 
 import nbformat
-from i18n.font import (
+
+from tools.catalogues.font import (
     FAMILY,
     JUPYTERLAB_STACKS,
     LICENCE_PATH,
@@ -32,7 +33,7 @@ from i18n.font import (
     font_path,
     stacks_css,
 )
-from slide_cells import ROOT, first_heading, slide_type
+from tools.slide_cells import ROOT, first_heading, slide_type
 
 DECK_DIR = ROOT / "teaching" / "deck"  # template + vendored reveal.js and MathJax
 DEFAULT_OUT = ROOT / "build" / "slides"
@@ -211,7 +212,7 @@ def build_html(paths: list[Path], out: Path, lang: str | None = None) -> list[Pa
         if missing:
             raise SystemExit(
                 f"{path.name}: cells {missing} have no slideshow metadata; "
-                f"run `python tools/slides.py assign {path}` first"
+                f"run `python -m tools.slides assign {path}` first"
             )
         tag_figure_cells(nb)
         title = notebook_title(nb, path)

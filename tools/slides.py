@@ -1,11 +1,11 @@
 """Slides from the chapter's own notebooks: assign slideshow metadata, check slide sizes, build
 offline HTML decks (the teacher's timing table from them: tools/teaching_guide.py).
 
-    python tools/slides.py assign [--force] [NOTEBOOK ...]   # fill in metadata.slideshow
-    python tools/slides.py check [NOTEBOOK ...]              # every cell has it; slides fit
-    python tools/slides.py html [--out build/slides] [NOTEBOOK ...]   # offline reveal.js decks
+    python -m tools.slides assign [--force] [NOTEBOOK ...]   # fill in metadata.slideshow
+    python -m tools.slides check [NOTEBOOK ...]              # every cell has it; slides fit
+    python -m tools.slides html [--out build/slides] [NOTEBOOK ...]   # offline reveal.js decks
                                                             # (zh-CN ones in build/slides/zh-CN)
-    python tools/slides.py guide-table [--write]             # = tools/teaching_guide.py
+    python -m tools.slides guide-table [--write]             # = tools/teaching_guide.py
 
 With no NOTEBOOK, the chapter: notebooks/01_*.ipynb ... 10_*.ipynb (`guide-table` adds the
 explorer); `html` builds the Simplified Chinese decks too, from notebooks/zh-CN/, into
@@ -47,9 +47,10 @@ from pathlib import Path
 import nbformat
 
 TOOLS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TOOLS))
-from notebook_io import write_notebook  # noqa: E402
-from slide_cells import (  # noqa: E402
+if not __package__:  # run as a file, not as the module tools.slides
+    raise SystemExit("run it from the repository root as a module: python -m tools.slides")
+from tools.notebook_io import write_notebook  # noqa: E402
+from tools.slide_cells import (  # noqa: E402
     ROOT,
     SLIDE_TYPES,
     cell_height,
@@ -62,7 +63,7 @@ from slide_cells import (  # noqa: E402
     nonblank_lines,
     slide_type,
 )
-from slide_decks import DEFAULT_OUT, ZH, build_html, lang_of, remote_references  # noqa: E402
+from tools.slide_decks import DEFAULT_OUT, ZH, build_html, lang_of, remote_references  # noqa: E402
 
 PREDICT = "**Predict."  # a predict-then-run question starts its own screen
 MAX_MARKDOWN_LINES = 15  # non-blank markdown lines on one slide or subslide
@@ -271,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
         return 0
     if args.command == "guide-table":  # the table's code is tools/teaching_guide.py
-        import teaching_guide
+        from tools import teaching_guide
 
         argv = [*(["--write"] if args.write else []), "--lang", args.lang, *args.notebooks]
         return teaching_guide.main(argv, prog="slides.py guide-table")

@@ -1,23 +1,24 @@
 """One printable page that sums up the chapter, with every number computed by the library.
 
-    python tools/summary_sheet.py                 # teaching/summary.html and
+    python -m tools.summary_sheet                 # teaching/summary.html and
                                                   # teaching/zh-CN/summary.html (checked in)
-    python tools/summary_sheet.py --lang zh-CN    # only the Simplified Chinese page
-    python tools/summary_sheet.py --check         # fail if either checked-in page is stale
-    python tools/summary_sheet.py --out DIR       # also DIR/summary.html, DIR/zh-CN/summary.html
-    python tools/summary_sheet.py --out DIR --pdf # and the .pdf next to each (headless Chromium)
-    python tools/summary_sheet.py --update-catalogue   # the page's strings -> its .po (merge)
+    python -m tools.summary_sheet --lang zh-CN    # only the Simplified Chinese page
+    python -m tools.summary_sheet --check         # fail if either checked-in page is stale
+    python -m tools.summary_sheet --out DIR       # also DIR/summary.html, DIR/zh-CN/summary.html
+    python -m tools.summary_sheet --out DIR --pdf # and the .pdf next to each (headless Chromium)
+    python -m tools.summary_sheet --update-catalogue   # the page's strings -> its .po (merge)
 
 Nothing on the sheet is typed in by hand (tools/summary_numbers.py): the shape walk is recorded
 from a real forward pass of ``attention_lab.MultiHeadSelfAttention``, the parameter counts come
 from building the block and counting, each mask convention is found by running that API with
-``causal_mask(T)``, and the cost table uses ``attention_lab.cost``. tests/test_slides.py
-rebuilds the page and fails when teaching/summary.html is stale; tests/test_summary_sheet_zh.py
+``causal_mask(T)``, and the cost table uses ``attention_lab.cost``. tests/course/test_slides.py
+rebuilds the page and fails when teaching/summary.html is stale;
+tests/course/test_summary_sheet_zh.py
 does the same for the Simplified Chinese edition, teaching/zh-CN/summary.html (same numbers,
 same tables, Chinese prose).
 
 The page is one template, tools/templates/summary_sheet.html.j2, rendered once per language
-(tools/i18n/templates.py); its words in Simplified Chinese are the gettext catalogue
+(tools/catalogues/templates.py); its words in Simplified Chinese are the gettext catalogue
 i18n/zh_CN/teaching/summary_sheet.po, edited like the notebooks' catalogues (terms from
 i18n/glossary.tsv). Rendering the Chinese page fails, naming the string, while an entry is
 missing, untranslated or fuzzy.
@@ -34,11 +35,12 @@ from pathlib import Path
 from markupsafe import Markup
 
 TOOLS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TOOLS))
-from i18n.common import TranslationError  # noqa: E402
-from i18n.font import FAMILY, RESHAPE_CSS, RESHAPE_JS, inline_font_face_css  # noqa: E402
-from i18n.templates import render_page, update_page_catalogue  # noqa: E402
-from summary_numbers import page_data  # noqa: E402
+if not __package__:  # run as a file, not as the module tools.summary_sheet
+    raise SystemExit("run it from the repository root as a module: python -m tools.summary_sheet")
+from tools.catalogues.common import TranslationError  # noqa: E402
+from tools.catalogues.font import FAMILY, RESHAPE_CSS, RESHAPE_JS, inline_font_face_css  # noqa: E402
+from tools.catalogues.templates import render_page, update_page_catalogue  # noqa: E402
+from tools.summary_numbers import page_data  # noqa: E402
 
 ROOT = TOOLS.parent
 CHECKED_IN = ROOT / "teaching" / "summary.html"
@@ -50,7 +52,7 @@ CATALOGUE_HEADER = (
     "Simplified Chinese words of the summary sheet, teaching/zh-CN/summary.html.\n"
     "The English is tools/templates/summary_sheet.html.j2; the numbers come from the library.\n"
     "Translate msgstr only (it is HTML: keep the tags and the %(name)s fields), following\n"
-    "i18n/glossary.tsv; then `python tools/summary_sheet.py`."
+    "i18n/glossary.tsv; then `python -m tools.summary_sheet`."
 )
 
 # The chapter's sizes: TinyLM of notebook 08 (d_model=32, n_heads=4, context_length=12),
@@ -63,7 +65,7 @@ def render(lang: str = "en") -> str:
     the package's subset cut down to the page's characters, inline as data: URLs (the page
     is one file that works from any folder), last in the body's font stack (a reader's
     own CJK font still wins), with the script that shapes the page again once it has
-    loaded (tools/i18n/font.py)."""
+    loaded (tools/catalogues/font.py)."""
     if lang not in LANGS:
         raise ValueError(f"unknown lang={lang!r}: use one of {', '.join(LANGS)}")
     command = "tools/summary_sheet.py" + ("" if lang == "en" else f" --lang {lang}")
@@ -149,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             if not PAGES[lang].exists() or PAGES[lang].read_text(encoding="utf-8") != page
         ]
         for path in stale:
-            print(f"{path} is stale: run python tools/summary_sheet.py", file=sys.stderr)
+            print(f"{path} is stale: run python -m tools.summary_sheet", file=sys.stderr)
         for lang in pages:
             if PAGES[lang] not in stale:
                 print(f"{PAGES[lang]} is up to date")

@@ -1,15 +1,17 @@
 """The Simplified Chinese edition: gettext catalogues in, notebooks/zh-CN/ out.
 
-    python tools/translations.py update            # English -> i18n/zh_CN/<stem>.po (merge, fuzzy)
-    python tools/translations.py build [--run]     # catalogues -> notebooks/zh-CN/<name>.ipynb
-    python tools/translations.py check             # exit 1 on untranslated/fuzzy/stale/out-of-date
-    python tools/translations.py glossary-check    # exit 1 on an English glossary term in Chinese
-    python tools/translations.py english-words     # English words zh-CN still prints, per notebook
+    python -m tools.translations update            # English -> i18n/zh_CN/<stem>.po (merge, fuzzy)
+    python -m tools.translations build [--run]     # catalogues -> notebooks/zh-CN/<name>.ipynb
+    python -m tools.translations check             # exit 1 on untranslated/fuzzy/stale/out-of-date
+    python -m tools.translations glossary-check    # exit 1 on an English glossary term in Chinese
+    python -m tools.translations english-words     # English words zh-CN still prints, per notebook
 
 With no notebook paths, `update`, `build` and `check` also do the library's own text
 (gettext domain attention_lab, i18n/zh_CN/library/*.po -> src/attention_lab/locale/, see
-tools/i18n/library.py), the subset font the Chinese figures draw with (tools/i18n/font.py) and
-README.zh-CN.md (i18n/zh_CN/teaching/README.po, one entry per Markdown block: tools/i18n/readme.py).
+tools/catalogues/library.py), the subset font the Chinese figures draw with
+(tools/catalogues/font.py) and
+README.zh-CN.md (i18n/zh_CN/teaching/README.po, one entry per Markdown block:
+tools/catalogues/readme.py).
 
 Every subcommand takes notebook paths (default: every notebooks/*.ipynb) and `--root DIR`
 (default: this repository), so tests can work on a copy in a temporary directory.
@@ -29,7 +31,7 @@ Crowdin) can be used. Entries are keyed by the English text:
   f"{n} 步后损失 {loss:.3f}": of the same kind (f-string or not) with the same placeholders.
   Strings the code uses in logic (keys, comparisons, search strings, behaviour keywords such as
   loc= or task=, text fed to a model) and strings that look like code are never extracted
-  (tools/i18n/literals.py, code_strings). Other code is never translated.
+  (tools/catalogues/literals.py, code_strings). Other code is never translated.
 
 `update` merges as msgmerge does: an English text that changed finds its closest old entry
 (difflib ratio >= FUZZY_RATIO), whose translation is carried over and flagged fuzzy with the old
@@ -45,7 +47,7 @@ the English, for testing), and when a code string's translation is not a literal
 kind with the same placeholders (the error names the notebook, the cell and the entry).
 
 `english-words` reports, per Chinese notebook, the English words its stdout outputs still
-print (tools/i18n/english_words.py; names such as True, SDPA, MiB are allowed).
+print (tools/catalogues/english_words.py; names such as True, SDPA, MiB are allowed).
 
 Between an English change and its translation, `build --allow-pending` and
 `check --allow-pending` accept entries that `update` has marked for retranslation (fuzzy or
@@ -63,13 +65,14 @@ import time
 from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TOOLS))
 
-# The parts, by role, live in tools/i18n/; their names stay importable from here, e.g.
+# The parts, by role, live in tools/catalogues/; their names stay importable from here, e.g.
 # `from translations import read_notebook, dumps_notebook`.
-from i18n.build import build, build_one, fix_links, problems, translate_notebook  # noqa: E402
-from i18n.check import check, pending  # noqa: E402
-from i18n.common import (  # noqa: E402
+if not __package__:  # run as a file, not as the module tools.translations
+    raise SystemExit("run it from the repository root as a module: python -m tools.translations")
+from tools.catalogues.build import build, build_one, fix_links, problems, translate_notebook  # noqa: E402
+from tools.catalogues.check import check, pending  # noqa: E402
+from tools.catalogues.common import (  # noqa: E402
     COMMENT,
     FUZZY_RATIO,
     HEADER,
@@ -85,8 +88,8 @@ from i18n.common import (  # noqa: E402
     read_notebook,
     translated_path,
 )
-from i18n.english_words import report as english_words_report  # noqa: E402
-from i18n.extract import (  # noqa: E402
+from tools.catalogues.english_words import report as english_words_report  # noqa: E402
+from tools.catalogues.extract import (  # noqa: E402
     Comment,
     Message,
     code_comments,
@@ -95,12 +98,12 @@ from i18n.extract import (  # noqa: E402
     replace_comments,
     split_comment,
 )
-from i18n.font import build_font, check_font  # noqa: E402
-from i18n.glossary import Term, glossary_check, load_glossary, prose_of  # noqa: E402
-from i18n.library import PARTS, check_library, compile_library, update_library  # noqa: E402
-from i18n.merge import merge, update  # noqa: E402
-from i18n.readme import build_readme, check_readme, update_readme  # noqa: E402
-from notebook_io import dumps_notebook  # noqa: E402
+from tools.catalogues.font import build_font, check_font  # noqa: E402
+from tools.catalogues.glossary import Term, glossary_check, load_glossary, prose_of  # noqa: E402
+from tools.catalogues.library import PARTS, check_library, compile_library, update_library  # noqa: E402
+from tools.catalogues.merge import merge, update  # noqa: E402
+from tools.catalogues.readme import build_readme, check_readme, update_readme  # noqa: E402
+from tools.notebook_io import dumps_notebook  # noqa: E402
 
 __all__ = [
     "COMMENT", "FUZZY_RATIO", "HEADER", "LANG_DIR", "LOCALE", "MARKDOWN", "ROOT",

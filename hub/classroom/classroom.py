@@ -1,7 +1,7 @@
 """Drive the classroom JupyterHub of ``hub/`` from Python: start a private hub, create
 students through its REST API, start their servers and run notebooks in them through the
 Jupyter kernel API (the websocket a browser uses: ``kernel_client.py``).
-``tests/test_hub.py`` and ``make bench-capacity`` (``capacity.py``) are built on it.
+``tests/hub/test_hub.py`` and ``make bench-capacity`` (``capacity.py``) are built on it.
 
 Class operations, not the library: these scripts live beside the hub, outside the
 ``attention_lab`` package; callers put ``hub/classroom`` on ``sys.path`` (tests) or run them

@@ -338,7 +338,7 @@ class InductionRecorder:
     of their positions, from which ``icl`` gives Olsson's in-context learning score.
 
     It draws no random number and changes no weight, and it puts every module back in its
-    own mode: a run with it is bitwise the run without it (tests/test_induction.py).
+    own mode: a run with it is bitwise the run without it (tests/library/test_induction.py).
     """
 
     rows: torch.Tensor

@@ -3,7 +3,7 @@
 
 Data only: one ``PublishedModel`` per model, in ``PUBLISHED_MODELS``. The lesson hands each
 entry to the library's cache function to print its KV cache per token and at 8k and 128k tokens;
-``tests/test_published.py`` checks the entries against each other and against a cache size
+``tests/library/test_published.py`` checks the entries against each other and against a cache size
 worked out by hand (Llama 3.1 8B: 32 layers x 2 x 8 kv heads x 128 x 2 bytes = 131,072 bytes
 per token in bf16).
 

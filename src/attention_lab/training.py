@@ -330,7 +330,7 @@ def parallel_map(fn: Callable, items: Iterable, workers: int | None = None) -> l
     operation computes, so two models train on two cores in about half the time of a loop
     (2.08 times faster, four of lesson 12's models on 2 cores). torch runs on one CPU thread
     for the whole map (then the old number is put back), so each model computes exactly as it
-    would in the loop: the results are bitwise the same (tests/test_training.py).
+    would in the loop: the results are bitwise the same (tests/library/test_training.py).
 
     ``fn`` must not draw from torch's global random generator: threads would take its numbers
     in whatever order they happen to run. Make and seed each model first, in the loop that

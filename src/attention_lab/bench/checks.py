@@ -2,7 +2,7 @@
 
 A fast implementation that is wrong is worse than a slow one; an inverted boolean mask
 (ours: True = blocked; SDPA's: True = may attend) gives plausible numbers at full speed.
-``tests/test_bench.py`` proves such a block is rejected by both gates.
+``tests/library/test_bench.py`` proves such a block is rejected by both gates.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ lessons draw them. A wrong answer is run against the typical wrong answers (``_v
 one it matches is named in the first line of the verdict. When none matches, two probes give
 the family of the mistake: with one-hot tokens and W_v the identity the output is the weights,
 whose rows must sum to 1 ("check softmax's dim"), and a causal head must not look ahead;
-"differs by up to x" is left for what gets past both. tests/test_checker_bank.py holds the
+"differs by up to x" is left for what gets past both. tests/library/test_checker_bank.py holds the
 wrong answers each message is tested with.
 """
 

@@ -28,7 +28,8 @@ positions (P instead of E on either side), or with the key side read through an 
 head: E W_QK (E W_OV⁽ʰ⁰⁾)ᵀ / √d_head, the score of a query holding token a for a key into which
 head h0 wrote token b. For an induction head reading a previous-token head: a diagonal.
 
-**The orientation of the K-composition score** (derived here, tested in tests/test_circuits.py
+**The orientation of the K-composition score** (derived here, tested in
+tests/library/test_circuits.py
 against the model's own forward). Layer 1 reads the stream r_j = x_j + Σ_h0 y⁽ʰ⁰⁾_j W_OV⁽ʰ⁰⁾ (+
 the biases). A layer-1 head h1 scores s_ij = r_i W_QK⁽ʰ¹⁾ r_jᵀ / √d_head. Its *key* side reads
 r_j, so the part of the score that runs through head h0's write at the key is

@@ -1,7 +1,7 @@
 """Everything that draws: the heatmaps, the curves, the drawn diagrams and the explorer.
 
 The chapter's layer and its models live above, in ``attention_lab``; nothing there imports
-from here (tests/test_import_graph.py holds that). The pictures a notebook uses are
+from here (tests/library/test_import_graph.py holds that). The pictures a notebook uses are
 importable from ``attention_lab`` itself (``from attention_lab import plot_heads``), loaded
 on first use, so ``import attention_lab`` does not import matplotlib.
 
