@@ -1,5 +1,5 @@
 """The weight converters (``MultiHeadSelfAttention.from_separate``, ``to_separate``,
-``from_torch`` and ``to_torch`` in fused.py; notebook 07): the same function, every bias
+``from_torch`` and ``to_torch``, convert.py; notebook 07): the same function, every bias
 kept, dtype, device, dropout and train/eval mode kept, and a refusal in words for what
 cannot be represented.
 """

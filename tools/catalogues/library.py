@@ -45,6 +45,7 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
             "heads.py",
             "multihead.py",
             "fused.py",
+            "convert.py",
             "rope.py",
             "kv_cache.py",
             "latent.py",
