@@ -1,11 +1,11 @@
-"""attention_lab.cache.LRUDict: the one bounded cache of the figure code forgets the entry
+"""attention_lab.viz.cache.LRUDict: the one bounded cache of the figure code forgets the entry
 used least recently, counts hits and misses, and refuses a size that cannot hold anything."""
 
 from __future__ import annotations
 
 import pytest
 
-from attention_lab.cache import LRUDict
+from attention_lab.viz.cache import LRUDict
 
 
 def test_storing_one_more_than_maxsize_forgets_the_least_recently_used():

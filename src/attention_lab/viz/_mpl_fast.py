@@ -35,7 +35,7 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties, fontManager
 from matplotlib.image import AxesImage
 
-from ..cache import LRUDict
+from .cache import LRUDict
 from .cells import CellImage
 
 ENV_VAR = "ATTENTION_LAB_PLAIN_AGG"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.transforms import Bbox
 
-from ..cache import LRUDict
+from .cache import LRUDict
 from .canvas import png_bytes
 
 

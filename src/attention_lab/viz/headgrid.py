@@ -35,8 +35,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..arrays import as_bool_mask, as_heads
 from ..i18n import N_, _, error_text
+from .arrays import as_bool_mask, as_heads
 from .blit import Blitted
 from .canvas import BLOCKED_HATCH, LabFigure, blocked_stripes, cell_image, mask_cells, stripes_path
 from .heatmap_labels import (

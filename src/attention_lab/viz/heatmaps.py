@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..arrays import as_heads, to_numpy
 from ..i18n import error_text
+from .arrays import as_heads, to_numpy
 from .headgrid import HeadGrid
 from .palette import CMAP, DPI, text_color_on, weight_norm
 

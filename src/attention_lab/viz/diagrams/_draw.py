@@ -13,8 +13,8 @@ from matplotlib.patches import Circle, FancyArrowPatch, Rectangle
 from matplotlib.transforms import TransformedPatchPath
 
 from ..._checks import as_size, check_heads
-from ...arrays import to_numpy
 from ...i18n import error_text
+from ..arrays import to_numpy
 from ..canvas import LabFigure
 from ..palette import (
     BLOCKED_COLOR,

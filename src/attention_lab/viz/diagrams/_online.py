@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from ...arrays import to_numpy
 from ...i18n import error_text
+from ..arrays import to_numpy
 from ._draw import _size, _weights
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from matplotlib.patches import Rectangle
 
-from ...cache import LRUDict
 from ...i18n import _, get_language
+from ..cache import LRUDict
 from ..canvas import LabFigure
 from ..palette import DPI, LABEL_SIZE, TICK_SIZE, head_color
 from ._draw import _arrow, _box, _canvas, _heads, _label, _row_lines, _size, _title

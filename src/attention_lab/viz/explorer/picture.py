@@ -22,7 +22,7 @@ import struct
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ...cache import LRUDict
+from ..cache import LRUDict
 from ..canvas import LabFigure, png_bytes
 from ..headgrid import HeadGrid
 from ..heatmaps import plot_heads
