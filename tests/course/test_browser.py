@@ -400,6 +400,23 @@ def _accept_dialog_if_open(page) -> str | None:
     return text
 
 
+def _wait_idle(page, deadline: float) -> None:
+    """Until the kernel has been idle, with no question open, for 3 s in a row (a reader does
+    not press restart the second the notebook opens: the client may still be connecting)."""
+    idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+    page.wait_for_timeout(2000)
+    since = None
+    while since is None or time.monotonic() - since < 3:
+        _accept_dialog_if_open(page)
+        if idle.count() and idle.first.is_visible() and not page.locator(".jp-Dialog").count():
+            since = since or time.monotonic()
+        else:
+            since = None
+        if time.monotonic() > deadline:
+            pytest.fail(f"the kernel never became idle: {_lab_state(page)}")
+        page.wait_for_timeout(500)
+
+
 def _restart_and_run_all(page, target: str) -> None:
     """Restart the kernel and run every cell from the notebook's toolbar, as a reader does,
     then wait until ``target`` is on the page.
@@ -408,37 +425,45 @@ def _restart_and_run_all(page, target: str) -> None:
     machine may show that question after the restart question. So every dialog is read:
     the kernel's is accepted (the notebook's own python3) whenever it shows, and the restart
     is confirmed in the dialog that asks for it, never in another. A run that stops early
-    (a cell's error) fails at once with the error, not after the whole timeout."""
+    (a cell's error) fails at once with the error, not after the whole timeout.
+
+    Once, in a fresh-clone CI run, jupyter_server failed to decode the page's first message
+    after the restart (``deserialize_binary_message``: struct.error in lab.log), and the page
+    then showed the kernel "starting" for good, no cell ever running. A reader reloads the
+    page then; so does this test, once, and says so. A second stall fails."""
     deadline = time.monotonic() + PAGE_TIMEOUT_MS / 1000
-    idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-    # 1. the kernel is up and idle, with no question open
-    page.wait_for_timeout(2000)
-    while not (idle.count() and idle.first.is_visible() and not page.locator(".jp-Dialog").count()):
-        _accept_dialog_if_open(page)
-        if time.monotonic() > deadline:
-            pytest.fail(f"the kernel never became idle: {_lab_state(page)}")
-        page.wait_for_timeout(500)
-    # 2. the toolbar's "restart the kernel and run all cells" (fast-forward) button
-    page.locator("[data-command='notebook:restart-run-all']").first.click()
-    restart = page.locator(".jp-Dialog", has_text="Restart")
-    restart.first.wait_for(timeout=PAGE_TIMEOUT_MS)
-    restart.first.locator("button.jp-mod-accept").click()
-    # 3. the run: accept a late kernel question; stop at an error
     found = page.locator(target)
-    seen_busy = False
-    try:
-        while not (found.count() and found.first.is_visible()):
-            _accept_dialog_if_open(page)
-            busy = page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']").count()
-            seen_busy = seen_busy or bool(busy)
-            state = _lab_state(page)
-            if seen_busy and not busy and "Traceback" in state:
-                pytest.fail(f"the notebook stopped on an error: {state}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"{target} not on the page after {PAGE_TIMEOUT_MS} ms: {state}")
-            page.wait_for_timeout(1000)
-    finally:
-        page.screenshot(path=str(ARTIFACTS / "jupyterlab-after-run-all.png"))
+    for attempt in (1, 2):
+        _wait_idle(page, deadline)  # 1. the kernel is up and idle, with no question open
+        # 2. the toolbar's "restart the kernel and run all cells" (fast-forward) button
+        page.locator("[data-command='notebook:restart-run-all']").first.click()
+        restart = page.locator(".jp-Dialog", has_text="Restart")
+        restart.first.wait_for(timeout=PAGE_TIMEOUT_MS)
+        restart.first.locator("button.jp-mod-accept").click()
+        restarted = time.monotonic()
+        # 3. the run: accept a late kernel question; stop at an error
+        seen_busy = False
+        try:
+            while not (found.count() and found.first.is_visible()):
+                _accept_dialog_if_open(page)
+                busy = page.locator(".jp-Notebook-ExecutionIndicator[data-status='busy']").count()
+                seen_busy = seen_busy or bool(busy)
+                state = _lab_state(page)
+                if seen_busy and not busy and "Traceback" in state:
+                    pytest.fail(f"the notebook stopped on an error: {state}")
+                if not seen_busy and time.monotonic() - restarted > 90 and attempt == 1:
+                    print(f"\nJupyterLab: no cell ran 90 s after the restart ({state}); reloading")
+                    page.reload(timeout=PAGE_TIMEOUT_MS, wait_until="domcontentloaded")
+                    page.locator(".jp-Notebook").wait_for(timeout=PAGE_TIMEOUT_MS)
+                    break
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{target} not on the page after {PAGE_TIMEOUT_MS} ms: {state}")
+                page.wait_for_timeout(1000)
+            else:
+                return
+        finally:
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-after-run-all.png"))
+    pytest.fail(f"{target} not on the page after a reload and a second run: {_lab_state(page)}")
 
 
 def test_the_explorer_in_jupyterlab_with_the_file_browser_open(chromium, lab_url):
