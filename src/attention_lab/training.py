@@ -140,12 +140,18 @@ def train(
     model's weights or mode and no draw from torch's global random generator (the data order
     has its own generator); then the run is bitwise the one without it (tested).
     """
-    given = {"epochs": epochs, "n_rows": n_rows, "batch_size": batch_size, "lr": lr}
-    row = task_settings(task)
-    options = {k: row[k] if v is None else v for k, v in given.items()}
+    options = _train_options(task, epochs=epochs, n_rows=n_rows, batch_size=batch_size, lr=lr)
     check_on_step(on_step)
     with cpu_threads(threads):
         return _train(model, task, seed=seed, progress=progress, on_step=on_step, **options)
+
+
+def _train_options(task: str, **given) -> dict:
+    """``train``'s budget options (epochs, n_rows, batch_size, lr): each one given, or else
+    the task's own from its row of ``tasks.TASK_SETTINGS``."""
+    row = task_settings(task)
+    names = ("epochs", "n_rows", "batch_size", "lr")
+    return {k: row[k] if given.get(k) is None else given[k] for k in names}
 
 
 def check_on_step(on_step) -> None:
@@ -284,12 +290,8 @@ def train_tiny_lms(
     from tqdm.auto import tqdm  # imported here: it pulls in IPython and ipywidgets
 
     def rows_seen(task: str, options: dict) -> tuple[int, int]:  # (steps, rows per step)
-        row = task_settings(task)
-
-        def get(name: str) -> int:
-            return row[name] if options.get(name) is None else options[name]
-
-        return get("epochs") * math.ceil(get("n_rows") / get("batch_size")), get("batch_size")
+        o = _train_options(task, **options)
+        return o["epochs"] * math.ceil(o["n_rows"] / o["batch_size"]), o["batch_size"]
 
     seen = [rows_seen(task, options) for _, task, _, options in jobs]
     lock = threading.Lock()
