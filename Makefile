@@ -147,10 +147,15 @@ slides-html: $(TEST_STAMP)
 # times they print are a quiet machine's, not ones taken while other notebooks compete for
 # the cores. `make test` creates no system user: the classroom hub's tests (marker hub) run
 # only under `make test-hub` (root; .ci/run calls it). Markers: [tool.pytest.ini_options].
+# The notebooks' kernels train each model once per run: the Chinese edition, and notebook 11
+# (notebook 10's model is its positive control), load what the first kernel to train it
+# stored (src/attention_lab/train_once.py, a folder removed at the end). The unit tests train
+# every model they ask for (tests/conftest.py).
 test: $(TEST_STAMP)
 	$(BIN)/python -m ruff check src tests tools notebooks
 	$(BIN)/python -m ruff format --check src tests tools
-	$(BIN)/python -m pytest -m "not browser and not hub" -n $(JOBS) --dist loadfile tests notebooks $(PYTEST_NB)
+	store=$$(mktemp -d) && trap 'rm -rf "$$store"' EXIT && export ATTENTION_LAB_TRAIN_ONCE=$$store && \
+	$(BIN)/python -m pytest -m "not browser and not hub" -n $(JOBS) --dist loadfile tests notebooks $(PYTEST_NB) && \
 	$(BIN)/python -m pytest -m "browser and not hub" -s tests
 
 # The classroom JupyterHub for real (hub/README.md): a class of five, an intruder and the

@@ -105,6 +105,16 @@ def _seed(request):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _train_every_model(monkeypatch):
+    """The tests here train every model they ask for. ``make test`` keeps each finished run
+    for the notebooks' kernels (ATTENTION_LAB_TRAIN_ONCE, src/attention_lab/train_once.py),
+    but several tests compare two ways of training one run (a loop and ``train_tiny_lms``,
+    with a recorder and without), which a stored run would make equal by construction.
+    tests/library/test_train_once.py sets a store of its own."""
+    monkeypatch.delenv("ATTENTION_LAB_TRAIN_ONCE", raising=False)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _english(request):
     """Every test starts in English, whatever the machine's locale says."""

@@ -394,6 +394,28 @@ class InductionRecorder:
                 self._losses.append(losses.mean(dim=0).cpu())  # (T' - 1,)
         self.steps.append(step)
 
+    def state_dict(self) -> dict:
+        """What it measures on (rows, every, ...) and what it has recorded: tensors and lists
+        of them, as a module's ``state_dict`` (a test run keeps it beside the trained
+        weights: ``train_once.py``)."""
+        return {
+            "rows": self.rows,
+            "repeated": self.repeated,
+            "every": self.every,
+            "previous_keys": self.previous_keys,
+            "steps": list(self.steps),
+            "previous": list(self._previous),
+            "prefix": list(self._prefix),
+            "losses": list(self._losses),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Take the records of ``state_dict()``, from a recorder that measured the same rows."""
+        self.steps = list(state["steps"])
+        self._previous = list(state["previous"])
+        self._prefix = list(state["prefix"])
+        self._losses = list(state["losses"])
+
     @property
     def previous(self) -> torch.Tensor:
         """(R, L, H): each recorded step's previous-token score per layer and head."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import threading
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from . import train_once
 from ._checks import check_positive
 from .config import FIELDS, TinyLMConfig
 from .device import cpu_threads
@@ -140,10 +142,41 @@ def train(
     model's weights or mode and no draw from torch's global random generator (the data order
     has its own generator); then the run is bitwise the one without it (tested).
     """
+    return _train_run(
+        model, task, epochs=epochs, n_rows=n_rows, batch_size=batch_size, lr=lr, seed=seed,
+        progress=progress, threads=threads, on_step=on_step,
+    )  # fmt: skip
+
+
+def _train_run(
+    model, task, *, epochs, n_rows, batch_size, lr, seed, progress, threads, on_step, tick=None
+) -> TrainHistory:
+    """``train``; ``tick(n)``, if given, is told of every ``n`` steps done (one bar that counts
+    several runs). In a test run that keeps finished runs (``train_once.py``: off unless
+    ATTENTION_LAB_TRAIN_ONCE is set) the result of exactly this run may be loaded instead."""
     options = _train_options(task, epochs=epochs, n_rows=n_rows, batch_size=batch_size, lr=lr)
     check_on_step(on_step)
+
+    def fresh() -> TrainHistory:
+        return _train(
+            model, task, seed=seed, progress=progress, on_step=on_step, tick=tick, **options
+        )
+
     with cpu_threads(threads):
-        return _train(model, task, seed=seed, progress=progress, on_step=on_step, **options)
+        history, loaded = train_once.run(
+            model, fresh, TrainHistory, on_step=on_step, task=task, seed=seed, **options
+        )
+    if loaded:  # the bars count the steps as if it had trained
+        steps = len(history.step_losses)
+        if tick is not None:
+            tick(steps)
+        if progress:
+            from tqdm.auto import tqdm  # imported here: it pulls in IPython and ipywidgets
+
+            with tqdm(total=steps, desc=task_name(task)) as bar:
+                bar.update(steps)
+                bar.set_postfix(loss=f"{history.step_losses[-1]:.3f}")
+    return history
 
 
 def _train_options(task: str, **given) -> dict:
@@ -166,7 +199,7 @@ def check_on_step(on_step) -> None:
 
 
 def _train(
-    model, task, *, epochs, n_rows, batch_size, lr, seed, progress, on_step=None
+    model, task, *, epochs, n_rows, batch_size, lr, seed, progress, on_step=None, tick=None
 ) -> TrainHistory:
     for name, value in (("epochs", epochs), ("n_rows", n_rows), ("batch_size", batch_size)):
         check_positive(name, value)
@@ -205,6 +238,8 @@ def _train(
             bar.update(1)
             bar.set_postfix(loss=f"{loss.item():.3f}")
             step += 1
+            if tick is not None:
+                tick(1)
             if on_step is not None:
                 on_step(step, model)
         history.epoch_losses.append(epoch_sum / steps_per_epoch)
@@ -279,21 +314,26 @@ def train_tiny_lms(
                     "runs=[dict(seed=0), dict(seed=1, n_layers=1)]"
                 ).format(value=run, i=i)
             )
-    jobs = []  # (model, task, seed, train options), built in the order of runs
+    jobs = []  # train's arguments, the model's included, built in the order of runs
     for run in runs:
         options = {**shared, **run}
         task, seed = options.pop("task", "copy"), options.pop("seed", 0)
         device = options.pop("device", "cpu")
         model, options = _seeded_model(task, options.pop("config", None), seed, device, options)
         check_on_step(options.get("on_step"))
-        jobs.append((model, task, seed, options))
+        try:  # train's keywords, checked before any run starts, with train's defaults
+            call = inspect.signature(train).bind(model, task, seed=seed, progress=False, **options)
+        except TypeError as error:
+            raise TypeError(f"train() {error}") from None  # Python's words, as train's own call
+        call.apply_defaults()
+        jobs.append(call.arguments)
     from tqdm.auto import tqdm  # imported here: it pulls in IPython and ipywidgets
 
-    def rows_seen(task: str, options: dict) -> tuple[int, int]:  # (steps, rows per step)
-        o = _train_options(task, **options)
+    def rows_seen(job: dict) -> tuple[int, int]:  # (steps, rows per step)
+        o = _train_options(job["task"], **{k: job[k] for k in ("epochs", "n_rows", "batch_size")})
         return o["epochs"] * math.ceil(o["n_rows"] / o["batch_size"]), o["batch_size"]
 
-    seen = [rows_seen(task, options) for _, task, _, options in jobs]
+    seen = [rows_seen(job) for job in jobs]
     lock = threading.Lock()
     bar = tqdm(
         total=sum(steps for steps, _ in seen),
@@ -301,27 +341,21 @@ def train_tiny_lms(
         disable=not progress,
     )
 
+    def tick(n: int) -> None:
+        with lock:
+            bar.update(n)
+
     def one(i: int) -> TrainHistory:
-        model, task, seed, options = jobs[i]
-        on_step = options.pop("on_step", None)
-
-        def counted(step: int, m: TinyLM) -> None:
-            if step:
-                with lock:
-                    bar.update(1)
-            if on_step is not None:
-                on_step(step, m)
-
-        return train(model, task, seed=seed, progress=False, on_step=counted, **options)
+        return _train_run(**jobs[i], tick=tick)
 
     cost = [  # token-layers computed: what a step costs, roughly, times the steps
-        steps * rows * model.context_length * len(model.attention_layers())
-        for (steps, rows), (model, _, _, _) in zip(seen, jobs)
+        steps * rows * job["model"].context_length * len(job["model"].attention_layers())
+        for (steps, rows), job in zip(seen, jobs)
     ]
     longest_first = sorted(range(len(jobs)), key=lambda i: -cost[i])
     histories = dict(zip(longest_first, parallel_map(one, longest_first, workers=workers)))
     bar.close()
-    return [(job[0], histories[i]) for i, job in enumerate(jobs)]
+    return [(job["model"], histories[i]) for i, job in enumerate(jobs)]
 
 
 def parallel_map(fn: Callable, items: Iterable, workers: int | None = None) -> list:
