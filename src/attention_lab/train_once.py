@@ -4,26 +4,28 @@
 notebooks and tests train the same small models (notebook 11 trains notebook 10's two-layer
 model as its positive control). The test run sets ``ATTENTION_LAB_TRAIN_ONCE`` to a fresh
 folder; ``train`` then keeps each run it finishes there, and a later call that would train
-exactly the same model (in any process: the notebooks' kernels, the test workers) loads the
-weights and the history instead of training again. Unset -- a reader's run, ``make lab``,
-Colab -- nothing here is used and ``train`` trains.
+exactly the same model (in any process: the notebooks' kernels, the browser tests' servers)
+loads the weights and the history instead of training again. Unset -- a reader's run,
+``make lab``, Colab -- nothing here is used and ``train`` trains.
 
-What "exactly the same" means is the key: the model's class and ``repr`` (every size and
-switch), its initial weights byte for byte, the task, the budget options, the data seed,
-torch's CPU thread count and global random state, torch's version, the pinned kernels
-(``ATEN_CPU_CAPABILITY``, ``MKL_CBWR``) and the source of every module of this package. Each
-of them changes what training computes. A run that draws from torch's global random generator
-(dropout) depends on its state too: such a run is never stored, and trains every time (the
-chapter's runs draw nothing: their data order has its own generator). A run with an ``on_step`` is
-kept only when the callback can save and restore what it measured (``state_dict`` and
-``load_state_dict``, as ``induction.InductionRecorder`` does): its inputs join the key and
-what it recorded is stored beside the weights. Any other callback trains every time.
+What "exactly the same" means is the key: the model's class, ``repr`` and ``config`` (every
+size and switch, those without weights such as ``residual`` too), its initial weights byte for
+byte with their dtype and device, the task, the budget options, the data seed, torch's CPU
+thread count, the attention kernels it may pick (``sdpa_kernel``) and its deterministic mode,
+torch's version, the pinned kernels (``ATEN_CPU_CAPABILITY``, ``MKL_CBWR``) and the source of
+every module of this package. Each of them changes what training computes. A run that draws
+from torch's global random generator (dropout) depends on its state too: such a run is never
+stored, and trains every time (the chapter's runs draw nothing: their data order has its own
+generator). A run with an ``on_step`` is kept only when the callback can save and restore what
+it measured (``state_dict`` and ``load_state_dict``, as ``induction.InductionRecorder`` does):
+its inputs join the key and what it recorded is stored beside the weights. Any other callback
+trains every time.
 
 A stored run comes back bitwise: the weights, every number of the history, what the recorder
 recorded and each module's train or eval mode (tests/library/test_train_once.py checks each
-against a run that trains). Two processes that want the same run at once take
-turns (a file lock): the second loads what the first stored. Files are written whole, then
-renamed, and read with ``torch.load(weights_only=True)``.
+against a run that trains). Two processes that want the same run at once take turns (a file
+lock): the second loads what the first stored. Files are written whole, then renamed, and read
+with ``torch.load(weights_only=True)``.
 """
 
 from __future__ import annotations
@@ -105,8 +107,10 @@ def key(model: torch.nn.Module, on_step, settings: dict) -> str:
         type(model).__module__,
         type(model).__qualname__,
         repr(model),
+        repr(getattr(model, "config", None)),  # switches without weights (residual) too
         sorted(settings.items()),
         torch.get_num_threads(),
+        _kernel_switches(),
         torch.__version__,
         os.environ.get("ATEN_CPU_CAPABILITY"),
         os.environ.get("MKL_CBWR"),
@@ -120,6 +124,19 @@ def key(model: torch.nn.Module, on_step, settings: dict) -> str:
     return h.hexdigest()[:32]
 
 
+def _kernel_switches() -> tuple:
+    """Which attention kernels torch may pick (``sdpa_kernel`` changes them), and whether it
+    must pick deterministic ones: each changes the numbers training computes."""
+    cuda = torch.backends.cuda
+    return (
+        cuda.flash_sdp_enabled(),
+        cuda.mem_efficient_sdp_enabled(),
+        cuda.math_sdp_enabled(),
+        cuda.cudnn_sdp_enabled(),
+        torch.are_deterministic_algorithms_enabled(),
+    )
+
+
 def _add_tensors(h, values: dict) -> None:
     """Feed ``h`` each name and value: tensors byte for byte, lists of them in turn, the rest
     by ``repr``."""
@@ -129,7 +146,7 @@ def _add_tensors(h, values: dict) -> None:
         for item in items:
             if isinstance(item, torch.Tensor):
                 t = item.detach().cpu().reshape(-1).contiguous()
-                h.update(f"{t.dtype}{tuple(item.shape)}".encode())
+                h.update(f"{t.dtype}{tuple(item.shape)}{item.device}".encode())
                 h.update(t.view(torch.uint8).numpy().tobytes())
             else:
                 h.update(repr(item).encode())

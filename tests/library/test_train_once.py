@@ -64,7 +64,14 @@ def test_the_second_run_is_loaded_bitwise_and_a_changed_run_trains(store, monkey
     train_tiny_lm("copy", progress=False, seed=1, **SMALL)
     train_tiny_lm("copy", progress=False, n_heads=2, **SMALL)
     train_tiny_lm("previous", progress=False, **SMALL)
-    assert log(store) == ["trained", "loaded"] + ["trained"] * 4
+    # a switch without weights of its own: the same initial weights, another model
+    train_tiny_lm("copy", progress=False, n_layers=1, residual=True, **SMALL)
+    # the same run with only the math attention kernel allowed
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([SDPBackend.MATH]):
+        train_tiny_lm("copy", progress=False, **SMALL)
+    assert log(store) == ["trained", "loaded"] + ["trained"] * 6
 
 
 def test_other_initial_weights_are_another_run(store):
